@@ -1,0 +1,1 @@
+// Stands in for a module directory that has no sources yet.

@@ -1,0 +1,11 @@
+// Placeholder until this subcommand lands.
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+
+namespace k3::cli {
+int cmd_eval_logits(int, char**) {
+  fmt::print(stderr, "error: k3 eval-logits is not available in this build yet\n");
+  return 2;
+}
+}  // namespace k3::cli

@@ -1,0 +1,69 @@
+// cli/main: `k3 <subcommand> ...` dispatch, top-level help and error reporting.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+namespace k3::cli {
+
+const Command* commands() {
+  static const Command table[] = {
+      {"run", "generate text from a prompt (default: the embedded tiny model)", cmd_run},
+      {"info", "census of a GGUF model: hyperparameters, layers, tensor types, experts", cmd_info},
+      {"dequant", "write one tensor as raw float32", cmd_dequant},
+      {"eval-logits", "write the logits of every position for a token sequence", cmd_eval_logits},
+      {"synth", "write a random but valid Kimi-K3 GGUF of any shape and quant mix", cmd_synth},
+      {"tokenize", "show how text tokenizes with a model's vocabulary", cmd_tokenize},
+      {"chat-render", "print the exact prompt a conversation renders to", cmd_chat_render},
+      {"bench", "measure prompt and generation throughput against the memory roofline", cmd_bench},
+      {nullptr, nullptr, nullptr},
+  };
+  return table;
+}
+
+static void print_help() {
+  fmt::print(
+      "k3 — run and build Kimi-K3 GGUF models on one machine\n\n"
+      "usage: k3 <command> [options]   (k3 <command> --help for details)\n\ncommands:\n");
+  for (const Command* c = commands(); c->name; ++c) fmt::print("  {:<13} {}\n", c->name, c->summary);
+  fmt::print("\nDocumentation: docs/ in the source tree (one page per command).\n");
+}
+
+}  // namespace k3::cli
+
+int main(int argc, char** argv) {
+  using namespace k3::cli;
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+      !std::strcmp(argv[1], "help")) {
+    print_help();
+    return argc < 2 ? 2 : 0;
+  }
+  if (!std::strcmp(argv[1], "--version")) {
+    fmt::print("k3 0.1.0\n");
+    return 0;
+  }
+  for (const Command* c = commands(); c->name; ++c) {
+    if (std::strcmp(argv[1], c->name) != 0) continue;
+    std::string prog = std::string("k3 ") + c->name;
+    argv[1] = prog.data();
+    try {
+      return c->fn(argc - 1, argv + 1);
+    } catch (const k3::Error& e) {
+      fmt::print(stderr, "error: {}\n", e.what());
+      return 1;
+    } catch (const std::bad_alloc&) {
+      fmt::print(stderr, "error: out of memory\n");
+      return 1;
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "error: internal: {}\n", e.what());
+      return 1;
+    }
+  }
+  fmt::print(stderr, "error: unknown command '{}' (see k3 --help)\n", argv[1]);
+  return 2;
+}

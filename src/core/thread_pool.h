@@ -1,0 +1,35 @@
+// core/thread_pool: a persistent pool of worker threads for data-parallel loops.
+// Contract: parallel_for(n, fn) calls fn(begin, end, thread_index) over disjoint ranges that
+// cover [0, n) and returns when all are done; the calling thread takes part. Nested calls
+// from inside fn run serially. size() counts the caller.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace k3 {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+  using RangeFn = std::function<void(int64_t begin, int64_t end, int thread)>;
+  // grain: the smallest range worth handing to one thread.
+  void parallel_for(int64_t n, const RangeFn& fn, int64_t grain = 1);
+
+  // Default thread count for this machine (physical cores, capped by what the
+  // bandwidth-bound work can use).
+  static int default_threads();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int n_threads_ = 1;
+};
+
+}  // namespace k3
