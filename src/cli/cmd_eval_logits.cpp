@@ -1,11 +1,78 @@
-// Placeholder until this subcommand lands.
+// cli/cmd_eval_logits: `k3 eval-logits` — run a token sequence through the model and write
+// the logits of every position as raw little-endian float32 (n_tokens × n_vocab, row-major,
+// no header). A stable machine interface (docs/eval-logits.md).
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
 #include "cli/commands.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "model/model.h"
+#include "runtime/engine.h"
+#include "runtime/eval_logits.h"
 
 namespace k3::cli {
-int cmd_eval_logits(int, char**) {
-  fmt::print(stderr, "error: k3 eval-logits is not available in this build yet\n");
-  return 2;
+
+int cmd_eval_logits(int argc, char** argv) {
+  CLI::App app{"Evaluate a token sequence and write the logits of every position", "k3 eval-logits"};
+  std::string model_path, tokens_arg, tokens_file, mode_arg = "batch", out_path, kv_type = "f32";
+  int threads = 0;
+  int64_t ubatch = 0;
+  app.add_option("-m,--model", model_path, "GGUF model file (first shard of a split set)")->required();
+  auto* tok_opt = app.add_option("--tokens", tokens_arg, "token ids, comma separated");
+  auto* file_opt = app.add_option("--tokens-file", tokens_file, "file of token ids (commas/whitespace)");
+  tok_opt->excludes(file_opt);
+  app.add_option("--mode", mode_arg, "batch | step | chunk:N (tokens per decode call)");
+  app.add_option("-o,--output", out_path, "output file (raw float32 logits)")->required();
+  app.add_option("-t,--threads", threads, "worker threads (default: machine default)");
+  app.add_option("--kv-type", kv_type, "MLA latent cache type: f32 | f16")
+      ->check(CLI::IsMember({"f32", "f16"}));
+  app.add_option("--ubatch", ubatch, "tokens per forward micro-batch (default: all of a call)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (tokens_arg.empty() && tokens_file.empty()) {
+    fmt::print(stderr, "error: give --tokens or --tokens-file\n");
+    return 2;
+  }
+
+  std::vector<int32_t> tokens;
+  if (!tokens_file.empty()) {
+    std::ifstream f(tokens_file);
+    if (!f) fail("cannot read tokens file '{}'", tokens_file);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    tokens = runtime::parse_token_list(ss.str(), tokens_file);
+  } else {
+    tokens = runtime::parse_token_list(tokens_arg, "--tokens");
+  }
+  if (tokens.empty()) fail("no tokens given");
+  const runtime::EvalMode mode = runtime::EvalMode::parse(mode_arg);
+
+  auto model = model::Model::load(model_path);
+  runtime::EngineOptions opts;
+  opts.n_threads = threads;
+  opts.cache_type = kv_type == "f16" ? runtime::CacheType::F16 : runtime::CacheType::F32;
+  opts.n_ctx = static_cast<int64_t>(tokens.size());
+  opts.n_ubatch = ubatch > 0 ? ubatch : static_cast<int64_t>(tokens.size());
+  runtime::Engine engine(model, opts);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<float> logits = runtime::eval_logits(engine, tokens, mode);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  AtomicFile out(out_path);
+  out.write(logits.data(), logits.size() * sizeof(float));  // x86-64: already little-endian
+  out.commit();
+  fmt::print(stderr, "eval-logits: {} tokens × {} logits, mode {}, {:.3f} s ({:.1f} tok/s) → {}\n",
+             tokens.size(), engine.n_vocab(), mode.name(), secs, tokens.size() / secs, out_path);
+  return 0;
 }
+
 }  // namespace k3::cli

@@ -56,6 +56,11 @@ struct OpenOptions {
 class GgufFile {
  public:
   static std::unique_ptr<GgufFile> open(const std::string& path, const OpenOptions& opt = {});
+  // Parses a GGUF image held in memory (one shard; split.* keys are checked but other shards
+  // are not looked for). `name` stands for the file in error messages. The bytes are not
+  // copied: they must outlive the returned object. mapping() is unavailable (no shards mapped).
+  static std::unique_ptr<GgufFile> open_memory(const uint8_t* data, size_t size,
+                                               const std::string& name = "<memory>");
   ~GgufFile();
 
   // Metadata of the first shard, in file order.

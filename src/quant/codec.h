@@ -3,7 +3,8 @@
 // (../research/ggml-formats.md §2, vectors in tests/data/formats). quantize_rows reproduces
 // ggml's reference quantizers (§3), optionally weighted by an importance matrix (one weight
 // per column, n_per_row floats). n / n_per_row must be multiples of the type's block size;
-// callers validate shapes first (these functions assert, they do not throw).
+// callers validate shapes first — a wrong shape or type still throws k3::Error rather than
+// touching memory out of bounds.
 #pragma once
 
 #include <cstddef>
@@ -15,15 +16,18 @@ namespace k3::quant {
 
 // src: row of n elements in encoding t; dst: n floats.
 void dequantize_row(Type t, const void* src, float* dst, int64_t n);
+// Whether dequantize_row has a decoder for the type (all file types; not Q8_1/Q8_K).
+bool can_dequantize(Type t);
 
 // Whether the type can be produced by quantize_rows.
 bool can_quantize(Type t);
-// Whether ggml refuses to quantize this type without an importance matrix.
+// Whether llama-quantize refuses to quantize this type without an importance matrix
+// (IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M; ../research/ggml-formats.md §3.14).
 bool requires_imatrix(Type t);
 
 // Quantizes nrows rows of n_per_row floats into dst (row_bytes(t, n_per_row) each).
 // imatrix may be null. Returns the bytes written. Throws k3::Error if the type cannot be
-// quantized or needs an imatrix that was not given.
+// quantized, needs an imatrix that was not given, or src holds NaN/Inf (block types).
 size_t quantize_rows(Type t, const float* src, void* dst, int64_t nrows, int64_t n_per_row,
                      const float* imatrix);
 

@@ -1,0 +1,171 @@
+// bench_kernels: weight-streaming speed of the matmul kernels per weight type.
+// Decode (n_tok = 1) on a matrix far bigger than the caches, reported in GB/s of weights
+// against the machine's read bandwidth (measured here with a plain streaming read); prefill
+// (n_tok = 64) reported in GFLOP/s. Not a test: numbers depend on the machine.
+// Usage: bench_kernels [--threads N] [--mb MiB] [--types Q8_0,IQ1_M,...]
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/matmul.h"
+#include "quant/codec.h"
+#include "quant/types.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using k3::quant::Type;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+uint64_t g_state = 0x9E3779B97F4A7C15ull;
+uint64_t next_u64() {
+  g_state ^= g_state << 13;
+  g_state ^= g_state >> 7;
+  g_state ^= g_state << 17;
+  return g_state;
+}
+
+// Random payload with moderate, finite scales in every block (see tests/kernels/random_weights.h).
+void fill_weights(Type t, uint8_t* p, size_t bytes, int64_t cols) {
+  const auto& info = k3::quant::type_info(t);
+  if (!info.quantized) {
+    const int64_t n = static_cast<int64_t>(bytes / info.block_bytes);
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = static_cast<float>(static_cast<int64_t>(next_u64() % 2001) - 1000) * 1e-3f;
+      if (t == Type::F32) std::memcpy(p + 4 * i, &v, 4);
+      else {
+        const uint16_t h = t == Type::F16 ? k3::quant::fp32_to_fp16(v) : k3::quant::fp32_to_bf16(v);
+        std::memcpy(p + 2 * i, &h, 2);
+      }
+    }
+    return;
+  }
+  for (size_t i = 0; i + 8 <= bytes; i += 8) {
+    const uint64_t r = next_u64();
+    std::memcpy(p + i, &r, 8);
+  }
+  (void)cols;
+  const uint16_t h = k3::quant::fp32_to_fp16(0.01f);
+  for (size_t off = 0; off + info.block_bytes <= bytes; off += info.block_bytes) {
+    uint8_t* b = p + off;
+    switch (t) {
+      case Type::MXFP4: b[0] = 124; break;
+      case Type::Q2_K: std::memcpy(b + 80, &h, 2); std::memcpy(b + 82, &h, 2); break;
+      case Type::Q3_K: std::memcpy(b + 108, &h, 2); break;
+      case Type::Q4_K: case Type::Q5_K: std::memcpy(b, &h, 2); std::memcpy(b + 2, &h, 2); break;
+      case Type::Q6_K: std::memcpy(b + 208, &h, 2); break;
+      case Type::IQ1_M:
+        for (int k = 0; k < 4; ++k) {
+          uint16_t sc;
+          std::memcpy(&sc, b + 48 + 2 * k, 2);
+          sc = static_cast<uint16_t>((sc & 0x0FFF) | (((h >> (4 * k)) & 0xF) << 12));
+          std::memcpy(b + 48 + 2 * k, &sc, 2);
+        }
+        break;
+      default: std::memcpy(b, &h, 2); break;
+    }
+  }
+}
+
+// Streaming read bandwidth with n threads (AVX2 loads, 4 independent sums).
+double read_bandwidth(k3::ThreadPool& pool, const uint8_t* buf, size_t bytes) {
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    std::vector<double> sink(64, 0.0);
+    const auto t0 = Clock::now();
+    pool.parallel_for(static_cast<int64_t>(bytes / 4096), [&](int64_t b0, int64_t b1, int th) {
+      __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+      for (int64_t b = b0; b < b1; ++b) {
+        const __m256i* p = reinterpret_cast<const __m256i*>(buf + b * 4096);
+        for (int i = 0; i < 128; i += 4) {
+          a0 = _mm256_add_epi64(a0, _mm256_load_si256(p + i));
+          a1 = _mm256_add_epi64(a1, _mm256_load_si256(p + i + 1));
+          a2 = _mm256_add_epi64(a2, _mm256_load_si256(p + i + 2));
+          a3 = _mm256_add_epi64(a3, _mm256_load_si256(p + i + 3));
+        }
+      }
+      const __m256i s = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
+      sink[static_cast<size_t>(th) * 8] = static_cast<double>(_mm256_extract_epi64(s, 0));
+    });
+    best = std::max(best, static_cast<double>(bytes) / seconds_since(t0) / 1e9);
+    if (sink[0] == 1.2345) std::puts("");
+  }
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = k3::ThreadPool::default_threads();
+  size_t mb = 256;
+  std::vector<Type> types = {Type::F32, Type::F16, Type::BF16, Type::Q8_0, Type::MXFP4,
+                             Type::Q2_K, Type::Q3_K, Type::Q4_K, Type::Q6_K, Type::IQ2_XXS,
+                             Type::IQ2_XS, Type::IQ1_S, Type::IQ1_M};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
+    else if (a == "--mb" && i + 1 < argc) mb = static_cast<size_t>(std::atoll(argv[++i]));
+    else if (a == "--types" && i + 1 < argc) {
+      types.clear();
+      std::string list = argv[++i];
+      size_t pos = 0;
+      while (pos <= list.size()) {
+        const size_t e = std::min(list.find(',', pos), list.size());
+        if (auto t = k3::quant::type_from_name(list.substr(pos, e - pos))) types.push_back(*t);
+        pos = e + 1;
+      }
+    } else {
+      std::fprintf(stderr, "usage: %s [--threads N] [--mb MiB] [--types T1,T2,...]\n", argv[0]);
+      return 2;
+    }
+  }
+  k3::ThreadPool pool(threads);
+  const size_t bytes = mb << 20;
+  uint8_t* buf = static_cast<uint8_t*>(std::aligned_alloc(64, bytes));
+  std::memset(buf, 1, bytes);
+  const double bw = read_bandwidth(pool, buf, bytes);
+  std::printf("threads %d, read bandwidth %.2f GB/s (%zu MiB buffer)\n", threads, bw, mb);
+  std::printf("%-8s %10s %8s %8s %12s\n", "type", "decode", "GB/s", "%bw", "prefill64");
+
+  const int64_t cols = 7168;
+  for (Type t : types) {
+    const size_t rb = k3::quant::row_bytes(t, cols);
+    const int64_t rows = static_cast<int64_t>(bytes / rb);
+    fill_weights(t, buf, static_cast<size_t>(rows) * rb, cols);
+    k3::kernels::WeightView w{t, buf, cols, rows, rb};
+    std::vector<float> x(static_cast<size_t>(cols) * 64), y(static_cast<size_t>(rows) * 64);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(next_u64() % 2001) - 1000) * 1e-3f;
+    double best = 1e30;
+    for (int rep = 0; rep < 4; ++rep) {
+      const auto t0 = Clock::now();
+      k3::kernels::matmul(w, x.data(), 1, y.data(), &pool);
+      best = std::min(best, seconds_since(t0));
+    }
+    const double gbs = static_cast<double>(rows) * static_cast<double>(rb) / best / 1e9;
+    // prefill: 64 tokens on a slice of about 8 MiB of weights
+    const int64_t prow = std::max<int64_t>(64, std::min<int64_t>(rows, static_cast<int64_t>((8u << 20) / rb)));
+    k3::kernels::WeightView wp{t, buf, cols, prow, rb};
+    double pbest = 1e30;
+    for (int rep = 0; rep < 3; ++rep) {
+      const auto t0 = Clock::now();
+      k3::kernels::matmul(wp, x.data(), 64, y.data(), &pool);
+      pbest = std::min(pbest, seconds_since(t0));
+    }
+    const double gflops = 2.0 * static_cast<double>(prow) * cols * 64 / pbest / 1e9;
+    std::printf("%-8s %8.2fms %8.2f %7.0f%% %9.1f GF/s\n", k3::quant::type_name(t), best * 1e3, gbs,
+                100.0 * gbs / bw, gflops);
+    std::fflush(stdout);
+  }
+  std::free(buf);
+  return 0;
+}

@@ -1,0 +1,58 @@
+// The table of fast dot-product kernels per weight type (see vec_dot.h) and the activation
+// row conversions they consume.
+#include "kernels/vec_dot.h"
+
+#include <cstring>
+
+#include "kernels/act_quant.h"
+#include "kernels/vec_dot_impl.h"
+
+namespace k3::kernels {
+
+namespace {
+
+using quant::Type;
+using A = ActFormat;
+
+const DotKernel kKernels[] = {
+    {Type::F32, A::F32, impl::dot_f32, impl::dot_f32_scalar},
+    {Type::F16, A::F32, impl::dot_f16, impl::dot_f16_scalar},
+    {Type::BF16, A::F32, impl::dot_bf16, impl::dot_bf16_scalar},
+    {Type::Q8_0, A::Q8_0, impl::dot_q8_0, impl::dot_q8_0_scalar},
+    {Type::MXFP4, A::Q8_0, impl::dot_mxfp4, impl::dot_mxfp4_scalar},
+    {Type::Q2_K, A::Q8_K, impl::dot_q2_k, impl::dot_q2_k_scalar},
+    {Type::Q3_K, A::Q8_K, impl::dot_q3_k, impl::dot_q3_k_scalar},
+    {Type::Q4_K, A::Q8_K, impl::dot_q4_k, impl::dot_q4_k_scalar},
+    {Type::Q6_K, A::Q8_K, impl::dot_q6_k, impl::dot_q6_k_scalar},
+    {Type::IQ2_XXS, A::Q8_K, impl::dot_iq2_xxs, impl::dot_iq2_xxs_scalar},
+    {Type::IQ2_XS, A::Q8_K, impl::dot_iq2_xs, impl::dot_iq2_xs_scalar},
+    {Type::IQ1_S, A::Q8_K, impl::dot_iq1_s, impl::dot_iq1_s_scalar},
+    {Type::IQ1_M, A::Q8_K, impl::dot_iq1_m, impl::dot_iq1_m_scalar},
+};
+
+}  // namespace
+
+const DotKernel* dot_kernel(quant::Type t) {
+  for (const DotKernel& k : kKernels)
+    if (k.type == t) return &k;
+  return nullptr;
+}
+
+size_t act_row_bytes(ActFormat f, int64_t n) {
+  switch (f) {
+    case A::F32: return static_cast<size_t>(n) * sizeof(float);
+    case A::Q8_0: return static_cast<size_t>(n / 32) * sizeof(BlockQ8_0A);
+    case A::Q8_K: return static_cast<size_t>(n / 256) * sizeof(BlockQ8KA);
+  }
+  return 0;
+}
+
+void quantize_act_row(ActFormat f, const float* x, void* dst, int64_t n) {
+  switch (f) {
+    case A::F32: std::memcpy(dst, x, static_cast<size_t>(n) * sizeof(float)); break;
+    case A::Q8_0: quantize_act_q8_0(x, static_cast<BlockQ8_0A*>(dst), n); break;
+    case A::Q8_K: quantize_act_q8_k(x, static_cast<BlockQ8KA*>(dst), n); break;
+  }
+}
+
+}  // namespace k3::kernels

@@ -1,0 +1,42 @@
+// kernels/vec_dot: per-weight-type dot products between one weight row (in its GGUF encoding)
+// and up to kMaxDotTokens activation rows in the type's activation format (ggml's pairing,
+// ../research/ggml-formats.md §3.15: Q8_0 for 32-blocks, Q8_K for k/i-quants, f32 for
+// F32/F16/BF16 — ggml rounds the activations to f16/bf16 there; we keep them f32).
+// Contract: dot(n, w, act, act_stride, nt, out) sets out[t] = Σ_k W[k]·A_t[k] for t < nt
+// (1 ≤ nt ≤ kMaxDotTokens), A_t at act + t·act_stride bytes; the weight row is decoded once
+// and applied to all nt tokens (the prefill tile). dot_scalar is the plain-C twin computing the
+// same integer sums per block (only float accumulation order may differ). n is a multiple of
+// the weight block size. dot_kernel() returns nullptr for types without a fast path (callers
+// fall back to dequantize + f32 dot).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "quant/types.h"
+
+namespace k3::kernels {
+
+inline constexpr int kMaxDotTokens = 4;
+
+enum class ActFormat { F32, Q8_0, Q8_K };
+
+using DotFn = void (*)(int64_t n, const void* w, const void* act, size_t act_stride, int nt,
+                       float* out);
+using DotScalarFn = float (*)(int64_t n, const void* w, const void* act);
+
+struct DotKernel {
+  quant::Type type;
+  ActFormat act;
+  DotFn dot;              // SIMD (AVX2), 1..kMaxDotTokens tokens
+  DotScalarFn dot_scalar; // reference twin, one token
+};
+
+const DotKernel* dot_kernel(quant::Type t);
+
+// Bytes of one activation row of n elements in format f.
+size_t act_row_bytes(ActFormat f, int64_t n);
+// Converts n floats to format f (F32: plain copy).
+void quantize_act_row(ActFormat f, const float* x, void* dst, int64_t n);
+
+}  // namespace k3::kernels

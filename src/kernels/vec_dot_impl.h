@@ -1,0 +1,32 @@
+// kernels/vec_dot_impl: the per-type entry points behind the DotKernel table (vec_dot.h).
+// Contract: as DotFn / DotScalarFn in vec_dot.h. *_scalar are the plain-C twins; the others
+// are AVX2 kernels handling 1..kMaxDotTokens tokens.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace k3::kernels::impl {
+
+#define K3_DECLARE_DOT(name)                                                              \
+  void dot_##name(int64_t n, const void* w, const void* act, size_t act_stride, int nt,  \
+                  float* out);                                                            \
+  float dot_##name##_scalar(int64_t n, const void* w, const void* act);
+
+K3_DECLARE_DOT(f32)
+K3_DECLARE_DOT(f16)
+K3_DECLARE_DOT(bf16)
+K3_DECLARE_DOT(q8_0)
+K3_DECLARE_DOT(mxfp4)
+K3_DECLARE_DOT(q2_k)
+K3_DECLARE_DOT(q3_k)
+K3_DECLARE_DOT(q4_k)
+K3_DECLARE_DOT(q6_k)
+K3_DECLARE_DOT(iq2_xxs)
+K3_DECLARE_DOT(iq2_xs)
+K3_DECLARE_DOT(iq1_s)
+K3_DECLARE_DOT(iq1_m)
+
+#undef K3_DECLARE_DOT
+
+}  // namespace k3::kernels::impl

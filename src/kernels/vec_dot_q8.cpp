@@ -1,0 +1,78 @@
+// AVX2 dot products of the 32-element weight types paired with Q8_0 activations: Q8_0 and
+// MXFP4 (../research/ggml-formats.md §2.4, §2.5, §3.15). Per block: one int8·int8 sum of 32
+// products, scaled by (d_w·d_a) in float.
+#include <immintrin.h>
+
+#include "kernels/act_quant.h"
+#include "kernels/blocks.h"
+#include "kernels/simd.h"
+#include "kernels/vec_dot_impl.h"
+#include "quant/codebooks.h"
+
+namespace k3::kernels::impl {
+
+namespace {
+
+// Two accumulators per token so one token still has independent FMA chains.
+template <int NT>
+void q8_0_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
+  const blk::Q8_0* x = static_cast<const blk::Q8_0*>(w);
+  const BlockQ8_0A* y[NT];
+  K3_UNROLL for (int t = 0; t < NT; ++t) y[t] = reinterpret_cast<const BlockQ8_0A*>(simd::tok(act, st, t));
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[NT][2];
+  K3_UNROLL for (int t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+  const int64_t nb = n / 32;
+  int64_t b = 0;
+  auto step = [&](int64_t i, int slot) {
+    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
+    const __m256i ax = _mm256_abs_epi8(qx);
+    const float dx = blk::f16(x[i].d);
+    K3_UNROLL for (int t = 0; t < NT; ++t) {
+      const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][i].qs));
+      const __m256i p = simd::dot_ss(ax, qx, qy, ones);
+      acc[t][slot] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dx * y[t][i].d), acc[t][slot]);
+    }
+  };
+  for (; b + 2 <= nb; b += 2) {
+    step(b, 0);
+    step(b + 1, 1);
+  }
+  if (b < nb) step(b, 0);
+  K3_UNROLL for (int t = 0; t < NT; ++t) out[t] = simd::hsum(_mm256_add_ps(acc[t][0], acc[t][1]));
+}
+
+template <int NT>
+void mxfp4_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
+  const blk::MXFP4* x = static_cast<const blk::MXFP4*>(w);
+  const BlockQ8_0A* y[NT];
+  K3_UNROLL for (int t = 0; t < NT; ++t) y[t] = reinterpret_cast<const BlockQ8_0A*>(simd::tok(act, st, t));
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i table = _mm256_broadcastsi128_si256(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kValuesFp4)));
+  __m256 acc[NT];
+  K3_UNROLL for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / 32; ++b) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].qs));
+    // low nibbles are elements 0..15, high nibbles 16..31
+    const __m256i codes = _mm256_and_si256(
+        _mm256_set_m128i(_mm_srli_epi16(q, 4), q), m4);
+    const __m256i qx = _mm256_shuffle_epi8(table, codes);
+    const __m256i ax = _mm256_abs_epi8(qx);
+    const float dx = blk::e8m0_half(x[b].e);
+    K3_UNROLL for (int t = 0; t < NT; ++t) {
+      const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][b].qs));
+      const __m256i p = simd::dot_ss(ax, qx, qy, ones);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dx * y[t][b].d), acc[t]);
+    }
+  }
+  K3_UNROLL for (int t = 0; t < NT; ++t) out[t] = simd::hsum(acc[t]);
+}
+
+}  // namespace
+
+K3_DOT_DISPATCH(q8_0)
+K3_DOT_DISPATCH(mxfp4)
+
+}  // namespace k3::kernels::impl

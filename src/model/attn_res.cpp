@@ -1,0 +1,45 @@
+// model/attn_res: the softmax-over-depth residual mix (spec §3.2).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "model/layers.h"
+
+namespace k3::model {
+
+void res_mix(std::span<const float* const> bank, const float* cur, const float* w, int64_t n,
+             int64_t E, float eps, float* out) {
+  const size_t nc = bank.size() + 1;
+  if (bank.empty()) {
+    std::copy(cur, cur + n * E, out);
+    return;
+  }
+  std::vector<double> s(nc);
+  std::vector<double> acc(static_cast<size_t>(E));
+  for (int64_t t = 0; t < n; ++t) {
+    auto cand = [&](size_t i) { return (i < bank.size() ? bank[i] : cur) + t * E; };
+    double mx = -INFINITY;
+    for (size_t i = 0; i < nc; ++i) {
+      const float* c = cand(i);
+      double ss = 0.0, sw = 0.0;
+      for (int64_t d = 0; d < E; ++d) {
+        ss += static_cast<double>(c[d]) * c[d];
+        sw += static_cast<double>(c[d]) * w[d];
+      }
+      // Σ_d rmsnorm(c)[d]·w[d] = (Σ_d c[d]·w[d]) / rms(c)
+      s[i] = sw / std::sqrt(ss / static_cast<double>(E) + eps);
+      mx = std::max(mx, s[i]);
+    }
+    double sum = 0.0;
+    for (double& x : s) sum += (x = std::exp(x - mx));
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (size_t i = 0; i < nc; ++i) {
+      const float* c = cand(i);
+      const double p = s[i] / sum;
+      for (int64_t d = 0; d < E; ++d) acc[d] += p * c[d];
+    }
+    for (int64_t d = 0; d < E; ++d) out[t * E + d] = static_cast<float>(acc[d]);
+  }
+}
+
+}  // namespace k3::model

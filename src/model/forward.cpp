@@ -1,0 +1,92 @@
+// model/forward: the top level of the K3 graph (spec §3.1): embedding, AttnRes bank and
+// partial sums, KDA/MLA and dense/MoE sublayers, final mix, norm and LM head.
+#include "model/forward.h"
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "model/hparams.h"
+#include "model/layers.h"
+#include "model/model.h"
+#include "model/ops.h"
+#include "model/sequence_state.h"
+#include "quant/codec.h"
+
+namespace k3::model {
+
+int64_t forward(const Model& model, const ForwardInput& in, float* logits, ThreadPool* pool,
+                const ForwardDebug& dbg) {
+  const HParams& hp = model.hparams();
+  const Weights& W = model.weights();
+  const int64_t n = static_cast<int64_t>(in.tokens.size()), E = hp.n_embd;
+  if (n == 0) return 0;
+
+  // Group the tokens by sequence, keeping batch order within each.
+  std::vector<SeqGroup> groups;
+  {
+    std::map<SequenceState*, size_t> where;
+    for (int64_t t = 0; t < n; ++t) {
+      auto [it, fresh] = where.try_emplace(in.seq[t], groups.size());
+      if (fresh) groups.push_back({in.seq[t], {}, in.seq[t]->n_past()});
+      groups[it->second].idx.push_back(t);
+    }
+  }
+  BatchCtx ctx{model, n, groups, pool, dbg, ops::Matmul{pool, dbg.reference_matmul}};
+
+  const size_t NE = static_cast<size_t>(n * E);
+  std::vector<float> h(NE), x(NE), xn(NE), sub(NE);
+  for (int64_t t = 0; t < n; ++t) {
+    const kernels::WeightView& te = W.token_embd;
+    quant::dequantize_row(te.type, te.row(in.tokens[t]), h.data() + t * E, E);
+  }
+
+  const uint32_t bs = hp.attn_res_block_size;
+  std::vector<std::vector<float>> bank;
+  std::vector<const float*> bank_ptrs;
+  for (uint32_t il = 0; il < hp.n_layer; ++il) {
+    const LayerWeights& lw = W.layers[il];
+    // Attention sublayer.
+    if (bs > 0) res_mix(bank_ptrs, h.data(), lw.attn_res_score.data(), n, E, hp.rms_eps, x.data());
+    else x = h;
+    const bool opens_block = bs > 0 && il % bs == 0;
+    if (opens_block) {
+      bank.push_back(h);  // the raw partial sum, not the mix
+      bank_ptrs.clear();
+      for (const auto& v : bank) bank_ptrs.push_back(v.data());
+    }
+    ops::rmsnorm_rows(x.data(), xn.data(), n, E, lw.attn_norm.data(), hp.rms_eps, E, E);
+    if (hp.is_kda(il)) kda_forward(ctx, il, xn.data(), sub.data());
+    else mla_forward(ctx, il, xn.data(), sub.data());
+    if (opens_block) h = sub;
+    else
+      for (size_t i = 0; i < NE; ++i) h[i] += sub[i];
+
+    // FFN sublayer.
+    if (bs > 0) res_mix(bank_ptrs, h.data(), lw.ffn_res_score.data(), n, E, hp.rms_eps, x.data());
+    else x = h;
+    ops::rmsnorm_rows(x.data(), xn.data(), n, E, lw.ffn_norm.data(), hp.rms_eps, E, E);
+    if (hp.is_dense(il)) ffn_forward(ctx, lw.dense, xn.data(), sub.data());
+    else moe_forward(ctx, il, xn.data(), sub.data());
+    for (size_t i = 0; i < NE; ++i) h[i] += sub[i];
+  }
+  for (SeqGroup& g : groups) g.st->set_n_past(g.base + static_cast<int64_t>(g.idx.size()));
+
+  // Output: final mix, norm and head, only for the rows that want logits.
+  std::vector<int64_t> rows;
+  for (int64_t t = 0; t < n; ++t)
+    if (in.want_logits[t]) rows.push_back(t);
+  if (rows.empty()) return 0;
+  if (bs > 0 && !dbg.skip_final_res_mix)
+    res_mix(bank_ptrs, h.data(), W.output_res_score.data(), n, E, hp.rms_eps, x.data());
+  else
+    x = h;
+  const int64_t m = static_cast<int64_t>(rows.size());
+  for (int64_t i = 0; i < m; ++i)
+    ops::rmsnorm_rows(x.data() + rows[i] * E, xn.data() + i * E, 1, E, W.output_norm.data(),
+                      hp.rms_eps, E, E);
+  ctx.mm(W.output, xn.data(), m, logits);
+  return m;
+}
+
+}  // namespace k3::model

@@ -1,0 +1,46 @@
+// model/forward: one forward pass of K3 over a micro-batch of tokens from one or more
+// sequences (../research/k3-architecture.md §3).
+// Contract: tokens are in batch order; each token belongs to a sequence whose state is
+// given, and the tokens of one sequence are its next positions in order (the caller checks
+// positions). Per-token work (projections, norms, AttnRes, FFN/MoE, head) runs on the whole
+// batch in single matmul calls; sequence-mixing work (KDA conv/recurrence, MLA attention)
+// runs per sequence. KDA uses the chunked form (16-token chunks) for a sequence with more
+// than one token in the batch and the recurrent form otherwise; they agree to rounding.
+// Logits are written for tokens with want_logits set, in batch order, n_vocab floats each.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace k3 {
+class ThreadPool;
+}
+
+namespace k3::model {
+
+class Model;
+class SequenceState;
+
+// Test-only knobs, all false in production. The first group makes the model deliberately
+// wrong (to show the golden checks can fail); reference_matmul swaps the fast kernels for
+// the exact dequantize-then-double-dot reference (to separate model numerics from kernel
+// activation rounding).
+struct ForwardDebug {
+  bool moe_weights_from_biased_scores = false;  // trap T7
+  bool skip_final_res_mix = false;              // trap T6
+  bool kda_decay_on_value_axis = false;         // trap T4/T9 (recurrent form only)
+  bool force_recurrent_kda = false;             // never use the chunked form
+  bool reference_matmul = false;                // kernels::matmul_reference everywhere
+};
+
+struct ForwardInput {
+  std::span<const int32_t> tokens;
+  std::span<SequenceState* const> seq;  // one per token (may repeat)
+  std::span<const uint8_t> want_logits; // one per token
+};
+
+// Returns the number of logit rows written to `logits` (count of want_logits).
+int64_t forward(const Model& model, const ForwardInput& in, float* logits, ThreadPool* pool,
+                const ForwardDebug& dbg = {});
+
+}  // namespace k3::model

@@ -1,0 +1,256 @@
+// model/kda: the Kimi Delta Attention layer (spec §3.3): projections, causal short conv with
+// carried state, L2-normed q/k, per-channel decay gate, delta-rule recurrence (chunked for
+// multi-token prefill, token-by-token otherwise), per-head output norm and sigmoid gate.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "model/hparams.h"
+#include "model/layers.h"
+#include "model/model.h"
+#include "model/ops.h"
+#include "model/sequence_state.h"
+
+namespace k3::model {
+namespace {
+
+constexpr int64_t kChunk = 16;  // llama.cpp's chunk size for per-channel gates (§3.3.4)
+
+void for_range(ThreadPool* pool, int64_t n, const ThreadPool::RangeFn& fn) {
+  if (pool) pool->parallel_for(n, fn, 1);
+  else fn(0, n, 0);
+}
+
+// Depthwise causal conv over [state ‖ new tokens] for the tokens of one sequence; then SiLU.
+// p: projected inputs (rows of Di, batch order); y: outputs; state: Di × (K-1), oldest first.
+void conv_silu(const float* p, float* y, const std::vector<int64_t>& idx, float* state,
+               const std::vector<float>& w, int64_t Di, int64_t K, ThreadPool* pool) {
+  const int64_t n = static_cast<int64_t>(idx.size()), K1 = K - 1;
+  for_range(pool, Di, [&](int64_t c0, int64_t c1, int) {
+    std::vector<float> win(static_cast<size_t>(K1 + n));
+    for (int64_t c = c0; c < c1; ++c) {
+      float* st = state + c * K1;
+      std::copy(st, st + K1, win.begin());
+      for (int64_t t = 0; t < n; ++t) win[K1 + t] = p[idx[t] * Di + c];
+      const float* wc = w.data() + c * K;
+      for (int64_t t = 0; t < n; ++t) {
+        double acc = 0.0;
+        for (int64_t j = 0; j < K; ++j) acc += static_cast<double>(wc[j]) * win[t + j];
+        y[idx[t] * Di + c] = ops::silu(acc);
+      }
+      std::copy(win.end() - K1, win.end(), st);
+    }
+  });
+}
+
+struct HeadInputs {
+  const float* q;  // rows of Di (scaled, normed)
+  const float* k;
+  const float* v;
+  const float* g;     // log-decay, rows of Di
+  const float* beta;  // rows of H
+  float* o;           // rows of Di
+  int64_t Di, H, D;
+};
+
+// Token-by-token delta rule on one head. S is [j][i] (i = key index fastest).
+void recurrent_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t h, float* S,
+                    bool decay_on_value_axis) {
+  const int64_t D = in.D;
+  std::vector<double> eg(static_cast<size_t>(D));
+  for (int64_t t : idx) {
+    const float* q = in.q + t * in.Di + h * D;
+    const float* k = in.k + t * in.Di + h * D;
+    const float* v = in.v + t * in.Di + h * D;
+    const float* g = in.g + t * in.Di + h * D;
+    const double beta = in.beta[t * in.H + h];
+    float* o = in.o + t * in.Di + h * D;
+    for (int64_t i = 0; i < D; ++i) eg[i] = std::exp(static_cast<double>(g[i]));
+    for (int64_t j = 0; j < D; ++j) {
+      float* row = S + j * D;
+      double u = 0.0;
+      if (decay_on_value_axis) {
+        for (int64_t i = 0; i < D; ++i) row[i] = static_cast<float>(row[i] * eg[j]);
+      } else {
+        for (int64_t i = 0; i < D; ++i) row[i] = static_cast<float>(row[i] * eg[i]);
+      }
+      for (int64_t i = 0; i < D; ++i) u += static_cast<double>(row[i]) * k[i];
+      const double delta = (v[j] - u) * beta;
+      double acc = 0.0;
+      for (int64_t i = 0; i < D; ++i) {
+        row[i] = static_cast<float>(row[i] + k[i] * delta);
+        acc += static_cast<double>(row[i]) * q[i];
+      }
+      o[j] = static_cast<float>(acc);
+    }
+  }
+}
+
+// The chunked form (spec §3.3.4), in double inside a chunk; S is [j][i] as above.
+void chunked_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t h, float* S) {
+  const int64_t D = in.D, n = static_cast<int64_t>(idx.size());
+  std::vector<double> Sd(S, S + D * D);
+  const size_t CD = static_cast<size_t>(kChunk * D);
+  std::vector<double> q(CD), k(CD), v(CD), G(CD), U(CD), W(CD), Vp(CD), beta(kChunk);
+  std::vector<double> Lm(kChunk * kChunk), P(kChunk * kChunk), ed(static_cast<size_t>(D));
+  for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
+    const int64_t L = std::min(kChunk, n - c0);
+    for (int64_t t = 0; t < L; ++t) {
+      const int64_t r = idx[c0 + t];
+      const float* qs = in.q + r * in.Di + h * D;
+      const float* ks = in.k + r * in.Di + h * D;
+      const float* vs = in.v + r * in.Di + h * D;
+      const float* gs = in.g + r * in.Di + h * D;
+      beta[t] = in.beta[r * in.H + h];
+      for (int64_t i = 0; i < D; ++i) {
+        q[t * D + i] = qs[i];
+        k[t * D + i] = ks[i];
+        v[t * D + i] = vs[i];
+        G[t * D + i] = gs[i] + (t ? G[(t - 1) * D + i] : 0.0);
+      }
+    }
+    // Pairwise decayed products: Lm (strictly lower, × β_b) and P (lower incl. diagonal).
+    for (int64_t b = 0; b < L; ++b) {
+      for (int64_t a = 0; a <= b; ++a) {
+        double kk = 0.0, qk = 0.0;
+        for (int64_t i = 0; i < D; ++i) {
+          const double e = std::exp(G[b * D + i] - G[a * D + i]);
+          kk += k[b * D + i] * k[a * D + i] * e;
+          qk += q[b * D + i] * k[a * D + i] * e;
+        }
+        Lm[b * kChunk + a] = beta[b] * kk;
+        P[b * kChunk + a] = qk;
+      }
+    }
+    // (I + L)·U = β⊙V and (I + L)·W = β⊙K⊙e^G by forward substitution.
+    for (int64_t b = 0; b < L; ++b) {
+      for (int64_t i = 0; i < D; ++i) {
+        U[b * D + i] = beta[b] * v[b * D + i];
+        W[b * D + i] = beta[b] * k[b * D + i] * std::exp(G[b * D + i]);
+      }
+      for (int64_t a = 0; a < b; ++a) {
+        const double l = Lm[b * kChunk + a];
+        for (int64_t i = 0; i < D; ++i) {
+          U[b * D + i] -= l * U[a * D + i];
+          W[b * D + i] -= l * W[a * D + i];
+        }
+      }
+    }
+    // V' = U − W·S; O = (Q⊙e^G)·S + P·V'.
+    for (int64_t b = 0; b < L; ++b) {
+      for (int64_t i = 0; i < D; ++i) ed[i] = q[b * D + i] * std::exp(G[b * D + i]);
+      float* o = in.o + idx[c0 + b] * in.Di + h * D;
+      for (int64_t j = 0; j < D; ++j) {
+        const double* Sj = Sd.data() + j * D;
+        double ws = 0.0, qs = 0.0;
+        for (int64_t i = 0; i < D; ++i) {
+          ws += W[b * D + i] * Sj[i];
+          qs += ed[i] * Sj[i];
+        }
+        Vp[b * D + j] = U[b * D + j] - ws;
+        for (int64_t a = 0; a <= b; ++a) qs += P[b * kChunk + a] * Vp[a * D + j];
+        o[j] = static_cast<float>(qs);
+      }
+    }
+    // S ← Diag(e^{G_last})·S + Σ_t (k_t ⊙ e^{G_last − G_t}) ⊗ V'_t.
+    const double* Gl = G.data() + (L - 1) * D;
+    for (int64_t i = 0; i < D; ++i) ed[i] = std::exp(Gl[i]);
+    for (int64_t j = 0; j < D; ++j) {
+      double* Sj = Sd.data() + j * D;
+      for (int64_t i = 0; i < D; ++i) Sj[i] *= ed[i];
+    }
+    for (int64_t t = 0; t < L; ++t) {
+      for (int64_t i = 0; i < D; ++i)
+        W[t * D + i] = k[t * D + i] * std::exp(Gl[i] - G[t * D + i]);  // reuse W as scratch
+      for (int64_t j = 0; j < D; ++j) {
+        double* Sj = Sd.data() + j * D;
+        const double vp = Vp[t * D + j];
+        for (int64_t i = 0; i < D; ++i) Sj[i] += W[t * D + i] * vp;
+      }
+    }
+  }
+  for (int64_t x = 0; x < D * D; ++x) S[x] = static_cast<float>(Sd[x]);
+}
+
+}  // namespace
+
+void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
+  const HParams& hp = b.model.hparams();
+  const KdaWeights& w = b.model.weights().layers[il].kda;
+  const int64_t n = b.n, H = hp.n_head, D = hp.kda_head_dim, Di = hp.kda_inner(),
+                K = hp.ssm_conv_kernel;
+  const float eps = hp.rms_eps;
+  ThreadPool* pool = b.pool;
+
+  std::vector<float> p(static_cast<size_t>(n * Di)), q(p.size()), k(p.size()), v(p.size());
+  // Projections and conv: one matmul for all tokens, then the conv per sequence.
+  const std::vector<float>* convw[3] = {&w.conv_q, &w.conv_k, &w.conv_v};
+  const kernels::WeightView* proj[3] = {&w.wq, &w.wk, &w.wv};
+  float* dst[3] = {q.data(), k.data(), v.data()};
+  for (int j = 0; j < 3; ++j) {
+    b.mm(*proj[j], xn, n, p.data());
+    for (const SeqGroup& g : b.groups) {
+      float* state = g.st->kda()[il].conv.data() + j * Di * (K - 1);
+      conv_silu(p.data(), dst[j], g.idx, state, *convw[j], Di, K, pool);
+    }
+  }
+  const double qscale = 1.0 / std::sqrt(static_cast<double>(D));
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t h = 0; h < H; ++h) {
+      float* qh = q.data() + t * Di + h * D;
+      ops::l2norm(qh, D, eps);
+      for (int64_t i = 0; i < D; ++i) qh[i] = static_cast<float>(qh[i] * qscale);
+      ops::l2norm(k.data() + t * Di + h * D, D, eps);
+    }
+  }
+
+  // Decay gate (log space) and β.
+  std::vector<float> fa(static_cast<size_t>(n * D)), g(static_cast<size_t>(n * Di));
+  b.mm(w.f_a, xn, n, fa.data());
+  b.mm(w.f_b, fa.data(), n, g.data());
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t h = 0; h < H; ++h) {
+      const double A = -static_cast<double>(w.ssm_a[h]);  // exp(A_log) > 0
+      for (int64_t d = 0; d < D; ++d) {
+        float& x = g[t * Di + h * D + d];
+        const double a = static_cast<double>(x) + w.dt_bias[h * D + d];
+        if (hp.kda_gate_lower_bound)
+          x = static_cast<float>(*hp.kda_gate_lower_bound * ops::sigmoid(A * a));
+        else
+          x = static_cast<float>(-A * ops::softplus(a));
+      }
+    }
+  }
+  std::vector<float> beta(static_cast<size_t>(n * H));
+  b.mm(w.beta, xn, n, beta.data());
+  for (float& x : beta) x = ops::sigmoid(x);
+
+  // Recurrence, one task per (sequence, head).
+  std::vector<float> o(static_cast<size_t>(n * Di));
+  HeadInputs in{q.data(), k.data(), v.data(), g.data(), beta.data(), o.data(), Di, H, D};
+  const int64_t n_tasks = static_cast<int64_t>(b.groups.size()) * H;
+  for_range(pool, n_tasks, [&](int64_t t0, int64_t t1, int) {
+    for (int64_t task = t0; task < t1; ++task) {
+      const SeqGroup& sg = b.groups[task / H];
+      const int64_t h = task % H;
+      float* S = sg.st->kda()[il].S.data() + h * D * D;
+      const bool chunked = sg.idx.size() > 1 && !b.dbg.force_recurrent_kda &&
+                           !b.dbg.kda_decay_on_value_axis;
+      if (chunked) chunked_head(in, sg.idx, h, S);
+      else recurrent_head(in, sg.idx, h, S, b.dbg.kda_decay_on_value_axis);
+    }
+  });
+
+  // Per-head RMSNorm (shared weight), sigmoid gate, output projection.
+  std::vector<float> gate(static_cast<size_t>(n * Di));
+  b.mm(w.g, xn, n, gate.data());
+  for (int64_t t = 0; t < n; ++t) {
+    ops::rmsnorm_rows(o.data() + t * Di, o.data() + t * Di, H, D, w.norm.data(), eps, D, D);
+    for (int64_t c = 0; c < Di; ++c)
+      o[t * Di + c] = static_cast<float>(o[t * Di + c] * static_cast<double>(ops::sigmoid(gate[t * Di + c])));
+  }
+  b.mm(w.out, o.data(), n, out);
+}
+
+}  // namespace k3::model

@@ -1,0 +1,136 @@
+// model/mla: the gated, NoPE, absorbed multi-head latent attention layer (spec §3.4). The
+// cache holds one row of [rmsnorm(c_kv) ‖ k_pe] (C+R values) per token; queries are absorbed
+// into the latent space per head (Kb), attend over the rows, and the latent result is
+// decompressed per head (Vb).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "model/hparams.h"
+#include "model/layers.h"
+#include "model/model.h"
+#include "model/ops.h"
+#include "model/sequence_state.h"
+#include "quant/codec.h"
+
+namespace k3::model {
+namespace {
+
+void append_row(MlaLayerCache& c, CacheType type, const float* row, int64_t width) {
+  if (type == CacheType::F32) {
+    c.f32.insert(c.f32.end(), row, row + width);
+  } else {
+    for (int64_t i = 0; i < width; ++i) c.f16.push_back(quant::fp32_to_fp16(row[i]));
+  }
+}
+
+// Pointer to cache row s as floats (converting into buf for an F16 cache).
+const float* cache_row(const MlaLayerCache& c, CacheType type, int64_t s, int64_t width, float* buf) {
+  if (type == CacheType::F32) return c.f32.data() + s * width;
+  const uint16_t* src = c.f16.data() + s * width;
+  for (int64_t i = 0; i < width; ++i) buf[i] = quant::fp16_to_fp32(src[i]);
+  return buf;
+}
+
+}  // namespace
+
+void mla_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
+  const HParams& hp = b.model.hparams();
+  const MlaWeights& w = b.model.weights().layers[il].mla;
+  const int64_t n = b.n, H = hp.n_head, C = hp.kv_lora_rank, R = hp.n_rot, N = hp.qk_nope(),
+                Vh = hp.n_embd_head_v_mla, QW = N + R, RW = C + R;
+  const float eps = hp.rms_eps;
+  ThreadPool* pool = b.pool;
+
+  // Queries: q-LoRA (down, norm, up) or a single projection.
+  std::vector<float> qf(static_cast<size_t>(n * H * QW));
+  if (w.q_lora) {
+    const int64_t Q = hp.q_lora_rank;
+    std::vector<float> qa(static_cast<size_t>(n * Q));
+    b.mm(w.q_a, xn, n, qa.data());
+    ops::rmsnorm_rows(qa.data(), qa.data(), n, Q, w.q_a_norm.data(), eps, Q, Q);
+    b.mm(w.q_b, qa.data(), n, qf.data());
+  } else {
+    b.mm(w.q, xn, n, qf.data());
+  }
+
+  // Cache rows for the new tokens: normed latent, then the raw (un-rotated) k_pe.
+  std::vector<float> ckv(static_cast<size_t>(n * RW));
+  b.mm(w.kv_a, xn, n, ckv.data());
+  ops::rmsnorm_rows(ckv.data(), ckv.data(), n, C, w.kv_a_norm.data(), eps, RW, RW);
+  for (const SeqGroup& g : b.groups) {
+    MlaLayerCache& cache = g.st->mla()[il];
+    for (int64_t r : g.idx) append_row(cache, g.st->cache_type(), ckv.data() + r * RW, RW);
+  }
+
+  // Absorb q_nope into the latent space: qa[t][h] = Kb[h] · q_nope[t][h].
+  std::vector<float> qabs(static_cast<size_t>(n * H * C));
+  for (int64_t h = 0; h < H; ++h) {
+    kernels::WeightView kb = w.k_b;
+    kb.data = w.k_b.row(h * C);
+    kb.rows = C;
+    b.mm(kb, qf.data() + h * QW, n, qabs.data() + h * C, H * QW, H * C);
+  }
+
+  // Attention over this sequence's rows 0..pos, one task per (token, head).
+  struct TokRef {
+    const SeqGroup* g;
+    int64_t pos;
+  };
+  std::vector<TokRef> tok(static_cast<size_t>(n));
+  for (const SeqGroup& g : b.groups)
+    for (size_t r = 0; r < g.idx.size(); ++r) tok[g.idx[r]] = {&g, g.base + static_cast<int64_t>(r)};
+  const double scale = 1.0 / std::sqrt(static_cast<double>(QW));
+  std::vector<float> obar(static_cast<size_t>(n * H * C));
+  auto attend = [&](int64_t t0, int64_t t1, int) {
+    std::vector<double> score, acc(static_cast<size_t>(C));
+    std::vector<float> buf(static_cast<size_t>(RW));
+    for (int64_t task = t0; task < t1; ++task) {
+      const int64_t t = task / H, h = task % H;
+      const TokRef& tr = tok[t];
+      const MlaLayerCache& cache = tr.g->st->mla()[il];
+      const CacheType ct = tr.g->st->cache_type();
+      const float* qa = qabs.data() + (t * H + h) * C;
+      const float* qpe = qf.data() + t * H * QW + h * QW + N;
+      const int64_t ns = tr.pos + 1;
+      score.resize(static_cast<size_t>(ns));
+      double mx = -INFINITY;
+      for (int64_t s = 0; s < ns; ++s) {
+        const float* row = cache_row(cache, ct, s, RW, buf.data());
+        score[s] = (ops::dot(qa, row, C) + ops::dot(qpe, row + C, R)) * scale;
+        mx = std::max(mx, score[s]);
+      }
+      double sum = 0.0;
+      for (double& x : score) sum += (x = std::exp(x - mx));
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t s = 0; s < ns; ++s) {
+        const float* row = cache_row(cache, ct, s, RW, buf.data());
+        const double p = score[s] / sum;
+        for (int64_t c = 0; c < C; ++c) acc[c] += p * row[c];
+      }
+      float* ob = obar.data() + (t * H + h) * C;
+      for (int64_t c = 0; c < C; ++c) ob[c] = static_cast<float>(acc[c]);
+    }
+  };
+  if (pool) pool->parallel_for(n * H, attend, 1);
+  else attend(0, n * H, 0);
+
+  // Decompress per head: o[t][h] = Vb[h] · ō[t][h]; then the sigmoid gate and o_proj.
+  std::vector<float> o(static_cast<size_t>(n * H * Vh));
+  for (int64_t h = 0; h < H; ++h) {
+    kernels::WeightView vb = w.v_b;
+    vb.data = w.v_b.row(h * Vh);
+    vb.rows = Vh;
+    b.mm(vb, obar.data() + h * C, n, o.data() + h * Vh, H * C, H * Vh);
+  }
+  if (w.has_gate) {
+    std::vector<float> gate(o.size());
+    b.mm(w.gate, xn, n, gate.data());
+    for (size_t i = 0; i < o.size(); ++i)
+      o[i] = static_cast<float>(o[i] * static_cast<double>(ops::sigmoid(gate[i])));
+  }
+  b.mm(w.out, o.data(), n, out);
+}
+
+}  // namespace k3::model

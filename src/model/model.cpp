@@ -1,0 +1,21 @@
+// model/model: load = open GGUF, read hparams, bind weights, bind the mapped expert store.
+#include "model/model.h"
+
+#include "gguf/file.h"
+
+namespace k3::model {
+
+std::shared_ptr<Model> Model::load(const std::string& path) {
+  std::shared_ptr<const gguf::GgufFile> f = gguf::GgufFile::open(path);
+  return std::make_shared<Model>(std::move(f));
+}
+
+Model::Model(std::shared_ptr<const gguf::GgufFile> file) : file_(std::move(file)) {
+  hp_ = load_hparams(*file_);
+  w_ = bind_weights(*file_, hp_);
+  if (hp_.n_layer_dense_lead < hp_.n_layer) experts_ = make_mapped_expert_source(*file_, hp_);
+}
+
+Model::~Model() = default;
+
+}  // namespace k3::model

@@ -1,0 +1,43 @@
+// model/model: a loaded Kimi-K3 model: the mapped GGUF, its hyperparameters, the bound
+// weights and the expert source.
+// Contract: Model::load() validates everything a forward pass will touch (keys, tensor
+// names, shapes, types) or throws k3::Error; afterwards the model is immutable and may be
+// shared by several engines. The expert source may be replaced before the first forward
+// (e.g. by a streaming store).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "model/expert_source.h"
+#include "model/hparams.h"
+#include "model/weights.h"
+
+namespace k3::gguf {
+class GgufFile;
+}
+
+namespace k3::model {
+
+class Model {
+ public:
+  static std::shared_ptr<Model> load(const std::string& path);
+  // Binds a model over an already opened file (the file must outlive the model's use).
+  explicit Model(std::shared_ptr<const gguf::GgufFile> file);
+  ~Model();
+
+  const HParams& hparams() const { return hp_; }
+  const Weights& weights() const { return w_; }
+  const gguf::GgufFile& gguf() const { return *file_; }
+  std::shared_ptr<const gguf::GgufFile> gguf_shared() const { return file_; }
+  ExpertSource& experts() const { return *experts_; }
+  void set_expert_source(std::unique_ptr<ExpertSource> src) { experts_ = std::move(src); }
+
+ private:
+  std::shared_ptr<const gguf::GgufFile> file_;
+  HParams hp_;
+  Weights w_;
+  std::unique_ptr<ExpertSource> experts_;
+};
+
+}  // namespace k3::model

@@ -1,0 +1,133 @@
+// model/moe: the dense SiTU FFN (spec §3.5) and the latent MoE (§3.6): sigmoid router with a
+// selection-only correction bias, top-k, normalisation and scaling of the unbiased scores,
+// routed experts in the latent space grouped by expert across the batch (each active
+// expert's weights are read once per batch), RMS-normed routed sum, up-projection, shared
+// experts on the full-width input.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "model/hparams.h"
+#include "model/layers.h"
+#include "model/model.h"
+#include "model/ops.h"
+
+namespace k3::model {
+
+void ffn_forward(const BatchCtx& b, const FfnWeights& w, const float* x, float* out) {
+  const HParams& hp = b.model.hparams();
+  const int64_t n = b.n, F = w.gate.rows;
+  std::vector<float> g(static_cast<size_t>(n * F)), u(g.size());
+  b.mm(w.gate, x, n, g.data());
+  b.mm(w.up, x, n, u.data());
+  ops::situ_rows(g.data(), u.data(), g.data(), n * F, hp.situ_beta, hp.situ_linear_beta);
+  b.mm(w.down, g.data(), n, out);
+}
+
+void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
+  const HParams& hp = b.model.hparams();
+  const MoeWeights& w = b.model.weights().layers[il].moe;
+  const int64_t n = b.n, E = hp.n_embd, X = hp.n_expert, k = hp.n_expert_used,
+                L = hp.expert_in(), Fe = hp.n_ff_exp;
+
+  // Router on the full-width input.
+  std::vector<float> prob(static_cast<size_t>(n * X));
+  b.mm(w.router, xn, n, prob.data());
+  for (int64_t t = 0; t < n; ++t) {
+    float* z = prob.data() + t * X;
+    if (hp.expert_gating_func == 2) {
+      for (int64_t e = 0; e < X; ++e) z[e] = ops::sigmoid(z[e]);
+    } else {  // softmax over all experts
+      const double mx = *std::max_element(z, z + X);
+      double s = 0.0;
+      std::vector<double> ex(static_cast<size_t>(X));
+      for (int64_t e = 0; e < X; ++e) s += (ex[e] = std::exp(z[e] - mx));
+      for (int64_t e = 0; e < X; ++e) z[e] = static_cast<float>(ex[e] / s);
+    }
+  }
+
+  // Top-k by the biased score (ties: lower index first); weights from the unbiased score.
+  std::vector<int32_t> sel(static_cast<size_t>(n * k));
+  std::vector<double> wsel(static_cast<size_t>(n * k));
+  std::vector<int32_t> order(static_cast<size_t>(X));
+  std::vector<double> biased(static_cast<size_t>(X));
+  for (int64_t t = 0; t < n; ++t) {
+    const float* p = prob.data() + t * X;
+    for (int64_t e = 0; e < X; ++e) biased[e] = static_cast<double>(p[e]) + w.router_bias[e];
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t c) {
+      return biased[a] != biased[c] ? biased[a] > biased[c] : a < c;
+    });
+    double sum = 0.0;
+    for (int64_t j = 0; j < k; ++j) {
+      const int32_t e = order[j];
+      sel[t * k + j] = e;
+      wsel[t * k + j] = b.dbg.moe_weights_from_biased_scores ? biased[e] : p[e];
+      sum += wsel[t * k + j];
+    }
+    if (hp.expert_weights_norm) {
+      const double denom = std::max(sum, 6.103515625e-5);
+      for (int64_t j = 0; j < k; ++j) wsel[t * k + j] /= denom;
+    }
+    if (hp.expert_weights_scale != 0.0f && hp.expert_weights_scale != 1.0f)
+      for (int64_t j = 0; j < k; ++j) wsel[t * k + j] *= hp.expert_weights_scale;
+  }
+
+  // Routed input in the latent space.
+  std::vector<float> r;
+  const float* rin = xn;
+  if (w.latent) {
+    r.resize(static_cast<size_t>(n * L));
+    b.mm(w.routed_down, xn, n, r.data());
+    rin = r.data();
+  }
+
+  // Group (token, weight) pairs by expert; run each active expert once over its tokens.
+  std::vector<std::vector<std::pair<int64_t, double>>> by_exp(static_cast<size_t>(X));
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t j = 0; j < k; ++j) by_exp[sel[t * k + j]].push_back({t, wsel[t * k + j]});
+  std::vector<int32_t> active;
+  for (int32_t e = 0; e < X; ++e)
+    if (!by_exp[e].empty()) active.push_back(e);
+  ExpertSource& src = b.model.experts();
+  src.will_need(il, active);
+
+  std::vector<double> acc(static_cast<size_t>(n * L), 0.0);
+  std::vector<float> xin, gbuf, ubuf, ybuf;
+  for (int32_t e : active) {
+    const auto& toks = by_exp[e];
+    const int64_t m = static_cast<int64_t>(toks.size());
+    xin.resize(static_cast<size_t>(m * L));
+    for (int64_t i = 0; i < m; ++i)
+      std::copy(rin + toks[i].first * L, rin + (toks[i].first + 1) * L, xin.begin() + i * L);
+    gbuf.resize(static_cast<size_t>(m * Fe));
+    ubuf.resize(gbuf.size());
+    ybuf.resize(static_cast<size_t>(m * L));
+    const ExpertWeights ew = src.acquire(il, e);
+    b.mm(ew.gate, xin.data(), m, gbuf.data());
+    b.mm(ew.up, xin.data(), m, ubuf.data());
+    ops::situ_rows(gbuf.data(), ubuf.data(), gbuf.data(), m * Fe, hp.situ_beta, hp.situ_linear_beta);
+    b.mm(ew.down, gbuf.data(), m, ybuf.data());
+    src.release(il, e);
+    for (int64_t i = 0; i < m; ++i) {
+      double* a = acc.data() + toks[i].first * L;
+      const double wt = toks[i].second;
+      for (int64_t c = 0; c < L; ++c) a[c] += wt * ybuf[i * L + c];
+    }
+  }
+  std::vector<float> msum(static_cast<size_t>(n * L));
+  for (size_t i = 0; i < msum.size(); ++i) msum[i] = static_cast<float>(acc[i]);
+  if (!w.routed_norm.empty())
+    ops::rmsnorm_rows(msum.data(), msum.data(), n, L, w.routed_norm.data(), hp.rms_eps, L, L);
+  if (w.latent) b.mm(w.routed_up, msum.data(), n, out);
+  else std::copy(msum.begin(), msum.end(), out);
+
+  if (w.has_shared) {
+    std::vector<float> sh(static_cast<size_t>(n * E));
+    ffn_forward(b, w.shared, xn, sh.data());
+    for (size_t i = 0; i < sh.size(); ++i) out[i] += sh[i];
+  }
+}
+
+}  // namespace k3::model

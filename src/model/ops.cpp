@@ -1,0 +1,60 @@
+// model/ops: see ops.h.
+#include "model/ops.h"
+
+#include <algorithm>
+
+#include "core/thread_pool.h"
+
+namespace k3::model::ops {
+
+void rmsnorm_rows(const float* x, float* y, int64_t n_rows, int64_t n, const float* w, float eps,
+                  int64_t x_stride, int64_t y_stride) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* xr = x + r * x_stride;
+    float* yr = y + r * y_stride;
+    double ss = 0.0;
+    for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(xr[i]) * xr[i];
+    const double scale = 1.0 / std::sqrt(ss / static_cast<double>(n) + eps);
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = xr[i] * scale;
+      yr[i] = static_cast<float>(w ? v * w[i] : v);
+    }
+  }
+}
+
+void l2norm(float* x, int64_t n, float eps) {
+  double ss = 0.0;
+  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  const double scale = 1.0 / std::max(std::sqrt(ss), static_cast<double>(eps));
+  for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(x[i] * scale);
+}
+
+double dot(const float* a, const float* b, int64_t n) {
+  double s = 0.0;
+  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(a[i]) * b[i];
+  return s;
+}
+
+void Matmul::operator()(const kernels::WeightView& w, const float* x, int64_t n_tok, float* y,
+                        int64_t x_stride, int64_t y_stride) const {
+  if (!reference) {
+    kernels::matmul(w, x, n_tok, y, pool, x_stride, y_stride);
+    return;
+  }
+  if (x_stride < 0) x_stride = w.cols;
+  if (y_stride < 0) y_stride = w.rows;
+  auto part = [&](int64_t r0, int64_t r1, int) {
+    kernels::WeightView p = w;
+    p.data = w.row(r0);
+    p.rows = r1 - r0;
+    kernels::matmul_reference(p, x, n_tok, y + r0, x_stride, y_stride);
+  };
+  if (pool) pool->parallel_for(w.rows, part, 8);
+  else part(0, w.rows, 0);
+}
+
+void situ_rows(const float* g, const float* u, float* out, int64_t n, float beta, float lambda) {
+  for (int64_t i = 0; i < n; ++i) out[i] = situ(g[i], u[i], beta, lambda);
+}
+
+}  // namespace k3::model::ops

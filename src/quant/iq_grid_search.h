@@ -1,0 +1,159 @@
+// quant/iq_grid_search: the per-group grid projection shared by the IQ2 and IQ3 quantizers.
+// Contract: assign_group() rounds a group of magnitudes to levels at inverse scale `id`, and if
+// the resulting key is not a grid point, replaces it by the neighbour minimising
+// Σ w·(scale·q − x)² (first minimum wins, neighbours in (distance, index) order), exactly as
+// ggml's iq2/iq3_find_best_neighbour. Include only after `#pragma GCC optimize
+// ("fp-contract=off")` so the arithmetic stays unfused.
+#pragma once
+
+#include <cfloat>
+#include <cstdint>
+#include <cstring>
+
+#include "quant/iq_common.h"
+#include "quant/iq_grid_index.h"
+
+namespace k3::quant::iq {
+
+// Among the neighbours of off-grid `key`, the point minimising Σ_j w_j·(scale·v[l_j] − x_j)²
+// where v maps a level to its value (`table`: 8 floats; v[l] = 2l+1 for IQ2/IQ3, the
+// delta-shifted ±1/0 values for IQ1). Eight neighbours are scored at once, each lane summing
+// its coordinates in index order with separate multiplies and adds, so every score is
+// bit-identical to ggml's scalar loop; the first strict minimum wins, as there.
+template <int NC>
+inline int best_neighbour(const GridIndex& gi, uint32_t key, const float* xval, const float* w,
+                          float scale, const float* table) {
+  const GridIndex::List& list = gi.list_of(key);
+  const uint16_t* ids = gi.neighbour_ids.data() + list.first;
+  const int8_t* lanes = gi.lanes.data() + list.lanes;
+  const __m256 vtable = _mm256_loadu_ps(table);
+  const __m256 vscale = _mm256_set1_ps(scale);
+  __m256 vx[NC], vw[NC];
+  for (int j = 0; j < NC; ++j) {
+    vx[j] = _mm256_set1_ps(xval[j]);
+    vw[j] = _mm256_set1_ps(w[j]);
+  }
+  // Per lane: the smallest score so far (strict <, so the earliest on ties) and its position.
+  // Scores are never NaN for finite inputs; a NaN lane would simply never win, as in ggml.
+  __m256 best = _mm256_set1_ps(FLT_MAX);
+  __m256i best_pos = _mm256_set1_epi32(-1);
+  __m256i pos = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i eight = _mm256_set1_epi32(8);
+  const __m256i count = _mm256_set1_epi32(static_cast<int>(list.count));
+  for (uint32_t base = 0; base < list.count; base += 8) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int j = 0; j < NC; ++j) {
+      int64_t raw;
+      std::memcpy(&raw, lanes + j * 8, sizeof(raw));
+      const __m256i lv = _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(raw));
+      const __m256 q = _mm256_permutevar8x32_ps(vtable, lv);
+      const __m256 diff = _mm256_sub_ps(_mm256_mul_ps(vscale, q), vx[j]);
+      acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_mul_ps(vw[j], diff), diff));
+    }
+    lanes += NC * 8;
+    const __m256 in_list = _mm256_castsi256_ps(_mm256_cmpgt_epi32(count, pos));
+    const __m256 better = _mm256_and_ps(_mm256_cmp_ps(acc, best, _CMP_LT_OQ), in_list);
+    best = _mm256_blendv_ps(best, acc, better);
+    best_pos = _mm256_castps_si256(
+        _mm256_blendv_ps(_mm256_castsi256_ps(best_pos), _mm256_castsi256_ps(pos), better));
+    pos = _mm256_add_epi32(pos, eight);
+  }
+  // The overall first minimum: the smallest lane minimum, and among lanes holding it the
+  // smallest position. Lanes that never took a value keep FLT_MAX and position -1.
+  __m256 m = _mm256_min_ps(best, _mm256_permute2f128_ps(best, best, 1));
+  m = _mm256_min_ps(m, _mm256_shuffle_ps(m, m, _MM_SHUFFLE(1, 0, 3, 2)));
+  m = _mm256_min_ps(m, _mm256_shuffle_ps(m, m, _MM_SHUFFLE(2, 3, 0, 1)));
+  const __m256i taken = _mm256_cmpgt_epi32(best_pos, _mm256_set1_epi32(-1));
+  const __m256i at_min =
+      _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(best, m, _CMP_EQ_OQ)), taken);
+  __m256i p = _mm256_blendv_epi8(_mm256_set1_epi32(INT32_MAX), best_pos, at_min);
+  p = _mm256_min_epi32(p, _mm256_permute2x128_si256(p, p, 1));
+  p = _mm256_min_epi32(p, _mm256_shuffle_epi32(p, _MM_SHUFFLE(1, 0, 3, 2)));
+  p = _mm256_min_epi32(p, _mm256_shuffle_epi32(p, _MM_SHUFFLE(2, 3, 0, 1)));
+  const int32_t first = _mm256_cvtsi256_si32(p);
+  // Only non-finite scores leave nothing chosen; ggml aborts there, we take the nearest.
+  return ids[first != INT32_MAX ? first : 0];
+}
+
+// v[l] = 2l+1: the level values of the IQ2/IQ3 grids.
+inline constexpr float kOddLevels[8] = {1, 3, 5, 7, 9, 11, 13, 15};
+
+// Returns the grid index; L receives its levels; *on_grid tells whether no search was needed.
+template <int NC>
+inline int assign_group(const GridIndex& gi, const float* xval, const float* w, float id,
+                        float scale, int8_t* L, bool* on_grid) {
+  uint32_t key = 0;
+  for (int i = 0; i < NC; ++i) {
+    int l = nearest_int(0.5f * (id * xval[i] - 1));
+    l = l < 0 ? 0 : (l > gi.max_level ? gi.max_level : l);
+    L[i] = static_cast<int8_t>(l);
+    key |= static_cast<uint32_t>(l) << (gi.key_bits * i);
+  }
+  int p = gi.map[key];
+  if (p >= 0) {
+    *on_grid = true;
+    return p;
+  }
+  *on_grid = false;
+  p = best_neighbour<NC>(gi, key, xval, w, scale, kOddLevels);
+  const int8_t* pl = gi.point_levels(p);
+  for (int i = 0; i < NC; ++i) L[i] = pl[i];
+  return p;
+}
+
+// Σ w·x·q and Σ w·q² with q = 2L+1, accumulated in index order as ggml does.
+template <int N>
+inline void level_sums(const float* w, const float* xval, const int8_t* L, float& sumqx,
+                       float& sumq2) {
+  sumqx = 0;
+  sumq2 = 0;
+  for (int i = 0; i < N; ++i) {
+    const float q = static_cast<float>(2 * L[i] + 1);
+    sumqx += w[i] * xval[i] * q;
+    sumq2 += w[i] * q * q;
+  }
+}
+
+// Grid index of levels that are known to be on the grid (after assign_group); 0 if not, which
+// only non-finite input could cause.
+inline int index_of_levels(const GridIndex& gi, const int8_t* L) {
+  uint32_t key = 0;
+  for (int i = 0; i < gi.n_coords; ++i) {
+    key |= static_cast<uint32_t>(L[i] & ((1 << gi.key_bits) - 1)) << (gi.key_bits * i);
+  }
+  const int p = gi.map[key];
+  return p >= 0 ? p : 0;
+}
+
+// Magnitudes and sign bits of an 8-group. With `parity`, an odd number of negatives is made
+// even by flipping the sign of the element with the smallest w·x² (its xval becomes −|x|), so
+// that the 7-bit index plus the parity bit of ksigns_iq2xs reproduces the mask.
+inline uint8_t group_signs(const float* xb, const float* w, float* xval, bool parity) {
+  uint8_t s = 0;
+  int nflip = 0;
+  for (int i = 0; i < 8; ++i) {
+    if (xb[i] >= 0) {
+      xval[i] = xb[i];
+    } else {
+      xval[i] = -xb[i];
+      ++nflip;
+      s |= static_cast<uint8_t>(1u << i);
+    }
+  }
+  if (parity && (nflip % 2)) {
+    int imin = 0;
+    float min = w[0] * xb[0] * xb[0];
+    for (int i = 1; i < 8; ++i) {
+      const float ax = w[i] * xb[i] * xb[i];
+      if (ax < min) {
+        min = ax;
+        imin = i;
+      }
+    }
+    xval[imin] = -xval[imin];
+    s ^= static_cast<uint8_t>(1u << imin);
+  }
+  return parity ? static_cast<uint8_t>(s & 127) : s;
+}
+
+}  // namespace k3::quant::iq

@@ -1,0 +1,94 @@
+// runtime/engine: the public way to run a K3 model — batches of tokens from one or more
+// sequences in, logits out, per-sequence state kept between calls.
+//
+// Contract:
+// * An Engine owns the state of up to opts.n_seq_max sequences (ids 0 … n_seq_max-1) and a
+//   thread pool; it shares the (immutable) model. One caller thread at a time.
+// * decode(batch) evaluates the tokens in batch order. Each token names its sequence and
+//   its position; the position must be the sequence's next one (seq_pos(seq) plus the
+//   number of that sequence's tokens earlier in the batch), or -1 for "next". K3's recurrent
+//   (KDA) state cannot be rolled back, so positions cannot skip or rewind; use seq_clear /
+//   seq_copy instead. Bad tokens, sequence ids or positions throw k3::Error before any state
+//   changes. Large batches are split into micro-batches of opts.n_ubatch tokens; the result
+//   does not depend on the split beyond float rounding.
+// * decode returns the logits of the tokens that asked for them, in batch order, as one
+//   row-major block of n_logits × n_vocab floats.
+// * Sequence management: seq_clear(s) forgets everything of s; seq_copy(src, dst) makes dst
+//   an exact copy of src (prompt sharing, forking); seq_pos(s) is how many tokens s holds.
+//
+// Typical use:
+//   auto model = k3::model::Model::load(path);
+//   k3::runtime::Engine eng(model, {.n_threads = 8});
+//   std::vector<k3::runtime::BatchToken> b;
+//   for (size_t i = 0; i < prompt.size(); ++i)
+//     b.push_back({prompt[i], 0, -1, i + 1 == prompt.size()});
+//   auto logits = eng.decode(b);            // n_vocab floats: the last prompt position
+//   … sample t …; logits = eng.decode({{t, 0, -1, true}});
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/forward.h"
+#include "model/model.h"
+#include "model/sequence_state.h"
+
+namespace k3 {
+class ThreadPool;
+}
+
+namespace k3::runtime {
+
+using model::CacheType;
+
+struct EngineOptions {
+  int n_threads = 0;              // 0: ThreadPool::default_threads()
+  int n_seq_max = 1;              // sequence ids 0 … n_seq_max-1
+  int64_t n_ctx = 0;              // max tokens per sequence; 0: the model's context_length
+  int64_t n_ubatch = 512;         // tokens per forward micro-batch
+  CacheType cache_type = CacheType::F32;  // MLA latent cache precision
+  model::ForwardDebug debug{};    // test-only knobs; leave default
+};
+
+struct BatchToken {
+  int32_t token = 0;
+  int32_t seq = 0;
+  int64_t pos = -1;          // -1: the sequence's next position
+  bool want_logits = false;
+};
+
+class Engine {
+ public:
+  Engine(std::shared_ptr<const model::Model> model, const EngineOptions& opts = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  std::vector<float> decode(std::span<const BatchToken> batch);
+
+  void seq_clear(int32_t seq);
+  void seq_copy(int32_t src, int32_t dst);
+  int64_t seq_pos(int32_t seq) const;
+
+  int32_t n_vocab() const;
+  int n_seq_max() const { return opts_.n_seq_max; }
+  int64_t n_ctx() const { return n_ctx_; }
+  const EngineOptions& options() const { return opts_; }
+  const model::Model& model() const { return *model_; }
+  ThreadPool& pool() { return *pool_; }
+  // Bytes of sequence state held now (all sequences).
+  size_t state_bytes() const;
+
+ private:
+  model::SequenceState& state(int32_t seq);
+  std::shared_ptr<const model::Model> model_;
+  EngineOptions opts_;
+  int64_t n_ctx_ = 0;
+  std::unique_ptr<ThreadPool> pool_;
+  std::vector<std::unique_ptr<model::SequenceState>> seqs_;
+};
+
+}  // namespace k3::runtime

@@ -1,0 +1,134 @@
+// runtime/sampler: the sampling chain (see sampler.h).
+#include "runtime/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core/error.h"
+
+namespace k3::runtime {
+
+Sampler::Sampler(const SamplerParams& params) : params_(params), rng_(params.seed) {
+  if (!std::isfinite(params.temperature)) fail("sampler: temperature must be finite");
+  if (!(params.top_p > 0.0f)) fail("sampler: top-p must be > 0 (got {})", params.top_p);
+  if (params.min_p < 0.0f || params.min_p > 1.0f) fail("sampler: min-p must be in [0, 1] (got {})", params.min_p);
+  if (!(params.repeat_penalty > 0.0f)) fail("sampler: repeat penalty must be > 0 (got {})", params.repeat_penalty);
+  if (params.repeat_last_n < 0) fail("sampler: repeat-last-n must be >= 0");
+}
+
+void Sampler::accept(int32_t token) {
+  if (params_.repeat_last_n <= 0) return;
+  history_.push_back(token);
+  while (history_.size() > static_cast<size_t>(params_.repeat_last_n)) history_.pop_front();
+}
+
+void Sampler::reset() {
+  history_.clear();
+  rng_.seed(params_.seed);
+}
+
+namespace {
+
+bool better(const TokenProb& a, const TokenProb& b) {
+  return a.p != b.p ? a.p > b.p : a.token < b.token;
+}
+
+// Softmax of the `p` fields (which hold logits on entry) in place; returns nothing.
+void softmax(std::vector<TokenProb>& c) {
+  float mx = c.front().p;
+  for (const auto& x : c) mx = std::max(mx, x.p);
+  double sum = 0;
+  for (auto& x : c) {
+    x.p = std::exp(x.p - mx);
+    sum += x.p;
+  }
+  for (auto& x : c) x.p = static_cast<float>(x.p / sum);
+}
+
+}  // namespace
+
+std::vector<TokenProb> Sampler::candidates(std::span<const float> logits) const {
+  const int32_t n_vocab = static_cast<int32_t>(logits.size());
+  if (n_vocab == 0) fail("sampler: empty logits");
+  std::vector<TokenProb> c(n_vocab);
+  for (int32_t i = 0; i < n_vocab; ++i) c[i] = {i, logits[i]};
+
+  // Penalties, once per distinct token of the window.
+  const SamplerParams& P = params_;
+  if (!history_.empty() &&
+      (P.repeat_penalty != 1.0f || P.frequency_penalty != 0.0f || P.presence_penalty != 0.0f)) {
+    std::map<int32_t, int> counts;
+    for (int32_t t : history_)
+      if (t >= 0 && t < n_vocab) ++counts[t];
+    for (auto [t, n] : counts) {
+      float& l = c[t].p;
+      l = l <= 0.0f ? l * P.repeat_penalty : l / P.repeat_penalty;
+      l -= static_cast<float>(n) * P.frequency_penalty + P.presence_penalty;
+    }
+  }
+
+  if (P.temperature <= 0.0f) {
+    auto best = std::max_element(c.begin(), c.end(), [](const TokenProb& a, const TokenProb& b) {
+      return a.p < b.p || (a.p == b.p && a.token > b.token);
+    });
+    return {{best->token, 1.0f}};
+  }
+
+  // top-k (sorting the survivors, most likely first).
+  if (P.top_k > 0 && P.top_k < n_vocab) {
+    std::partial_sort(c.begin(), c.begin() + P.top_k, c.end(), better);
+    c.resize(P.top_k);
+  } else {
+    std::sort(c.begin(), c.end(), better);
+  }
+
+  // top-p: the shortest prefix whose probability mass reaches p.
+  if (P.top_p < 1.0f) {
+    std::vector<TokenProb> probs = c;
+    softmax(probs);
+    double cum = 0;
+    size_t keep = probs.size();
+    for (size_t i = 0; i < probs.size(); ++i) {
+      cum += probs[i].p;
+      if (cum >= P.top_p) {
+        keep = i + 1;
+        break;
+      }
+    }
+    c.resize(keep);
+  }
+
+  // min-p: tokens at least min_p times as likely as the best one.
+  if (P.min_p > 0.0f) {
+    const float min_logit = c.front().p + std::log(P.min_p);
+    size_t keep = 1;
+    while (keep < c.size() && c[keep].p >= min_logit) ++keep;
+    c.resize(keep);
+  }
+
+  for (auto& x : c) x.p /= P.temperature;
+  softmax(c);
+  return c;
+}
+
+std::vector<TokenProb> Sampler::distribution(std::span<const float> logits) const {
+  return candidates(logits);
+}
+
+int32_t Sampler::sample(std::span<const float> logits) {
+  std::vector<TokenProb> c = candidates(logits);
+  if (c.size() == 1) return c.front().token;
+  // 53 random bits → u in [0, 1): identical on every platform (unlike the std distributions).
+  const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+  double sum = 0;
+  for (const auto& x : c) sum += x.p;
+  double target = u * sum, cum = 0;
+  for (const auto& x : c) {
+    cum += x.p;
+    if (target < cum) return x.token;
+  }
+  return c.back().token;
+}
+
+}  // namespace k3::runtime

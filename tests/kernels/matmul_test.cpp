@@ -1,0 +1,122 @@
+// matmul dispatch: every fast type and shape class (decode, prefill tiles with a ragged last
+// token group, strided x/y, one and two threads) against the scalar twins applied row by row,
+// and the fallback types against matmul_reference.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/matmul.h"
+#include "kernels/random_weights.h"
+#include "kernels/vec_dot.h"
+#include "quant/codec.h"
+
+namespace k3::kernels {
+namespace {
+
+using quant::Type;
+
+struct Matrix {
+  std::vector<uint8_t> bytes;
+  std::vector<float> deq;  // rows × cols
+  WeightView view;
+};
+
+Matrix random_matrix(Type t, int64_t rows, int64_t cols, std::mt19937& rng) {
+  Matrix m;
+  const size_t rb = quant::row_bytes(t, cols);
+  m.bytes.resize(rb * static_cast<size_t>(rows));
+  m.deq.resize(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto row = test::random_row(t, cols, rng);
+    std::copy(row.begin(), row.end(), m.bytes.begin() + static_cast<std::ptrdiff_t>(r * rb));
+    quant::dequantize_row(t, row.data(), m.deq.data() + r * cols, cols);
+  }
+  m.view = WeightView{t, m.bytes.data(), cols, rows, rb};
+  return m;
+}
+
+void check_against_twins(Type t, int64_t rows, int64_t cols, int64_t n_tok, ThreadPool* pool) {
+  std::mt19937 rng(static_cast<uint32_t>(rows * 131 + n_tok * 7 + static_cast<int64_t>(t)));
+  const Matrix m = random_matrix(t, rows, cols, rng);
+  const int64_t xs = cols + 3, ys = rows + 5;  // strided on purpose
+  std::vector<float> x(static_cast<size_t>(n_tok * xs), 0.0f);
+  for (int64_t tk = 0; tk < n_tok; ++tk) {
+    const auto row = test::random_acts(cols, rng);
+    std::copy(row.begin(), row.end(), x.begin() + tk * xs);
+  }
+  std::vector<float> y(static_cast<size_t>(n_tok * ys), -777.0f);
+  matmul(m.view, x.data(), n_tok, y.data(), pool, xs, ys);
+
+  const DotKernel* k = dot_kernel(t);
+  ASSERT_NE(k, nullptr);
+  std::vector<uint8_t> act(act_row_bytes(k->act, cols));
+  for (int64_t tk = 0; tk < n_tok; ++tk) {
+    quantize_act_row(k->act, x.data() + tk * xs, act.data(), cols);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float want = k->dot_scalar(cols, m.view.row(r), act.data());
+      double mag = 0;
+      for (int64_t c = 0; c < cols; ++c) mag += std::fabs(m.deq[r * cols + c] * x[tk * xs + c]);
+      ASSERT_NEAR(y[tk * ys + r], want, 2e-6 * mag + 1e-30)
+          << quant::type_name(t) << " rows=" << rows << " n_tok=" << n_tok << " r=" << r << " t=" << tk;
+    }
+    for (int64_t r = rows; r < ys; ++r) ASSERT_EQ(y[tk * ys + r], -777.0f) << "wrote past the row";
+  }
+}
+
+class MatmulFast : public ::testing::TestWithParam<Type> {};
+
+TEST_P(MatmulFast, DecodeAndPrefillMatchTwins) {
+  ThreadPool pool(2);
+  const Type t = GetParam();
+  const int64_t cols = quant::type_info(t).block_elems == 1 ? 300 : 512;
+  for (int64_t n_tok : {1, 2, 5, 9}) {
+    check_against_twins(t, 37, cols, n_tok, &pool);
+    check_against_twins(t, 37, cols, n_tok, nullptr);
+  }
+  check_against_twins(t, 1, cols, 3, &pool);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFastTypes, MatmulFast,
+                         ::testing::Values(Type::F32, Type::F16, Type::BF16, Type::Q8_0, Type::MXFP4,
+                                           Type::Q2_K, Type::Q3_K, Type::Q4_K, Type::Q6_K,
+                                           Type::IQ2_XXS, Type::IQ2_XS, Type::IQ1_S, Type::IQ1_M),
+                         [](const auto& info) { return std::string(quant::type_name(info.param)); });
+
+TEST(Matmul, FallbackTypesEqualReference) {
+  ThreadPool pool(2);
+  std::mt19937 rng(3);
+  for (Type t : {Type::Q5_K, Type::IQ4_XS, Type::Q4_0}) {
+    const Matrix m = random_matrix(t, 19, 512, rng);
+    std::vector<float> x = test::random_acts(512 * 3, rng);
+    std::vector<float> y(19 * 3), ref(19 * 3);
+    matmul(m.view, x.data(), 3, y.data(), &pool);
+    matmul_reference(m.view, x.data(), 3, ref.data());
+    EXPECT_EQ(y, ref) << quant::type_name(t);
+  }
+}
+
+TEST(Matmul, F32MatchesFloat64WithinGoldenBudget) {
+  // F32 golden models need NMSE ≤ 1e-9 end to end; one matmul must be orders better.
+  ThreadPool pool(2);
+  std::mt19937 rng(8);
+  const int64_t rows = 64, cols = 1000, n_tok = 6;
+  const Matrix m = random_matrix(Type::F32, rows, cols, rng);
+  std::vector<float> x = test::random_acts(cols * n_tok, rng);
+  std::vector<float> y(static_cast<size_t>(rows * n_tok));
+  matmul(m.view, x.data(), n_tok, y.data(), &pool);
+  double err = 0, norm = 0;
+  for (int64_t t = 0; t < n_tok; ++t)
+    for (int64_t r = 0; r < rows; ++r) {
+      double exact = 0;
+      for (int64_t c = 0; c < cols; ++c) exact += static_cast<double>(m.deq[r * cols + c]) * x[t * cols + c];
+      err += (y[t * rows + r] - exact) * (y[t * rows + r] - exact);
+      norm += exact * exact;
+    }
+  EXPECT_LT(err / norm, 1e-12);
+}
+
+}  // namespace
+}  // namespace k3::kernels

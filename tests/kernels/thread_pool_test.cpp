@@ -1,0 +1,82 @@
+// core/thread_pool (owned with the kernels): coverage of [0, n), the caller taking part,
+// nested calls running serially, rapid back-to-back dispatch, and the thread-count choice.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "core/thread_pool.h"
+
+namespace k3 {
+namespace {
+
+TEST(ThreadPool, CoversRangeExactlyOnce) {
+  for (int threads : {1, 2, 3, 5}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {1, 2, 7, 100, 1001}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      pool.parallel_for(n, [&](int64_t b, int64_t e, int th) {
+        EXPECT_GE(th, 0);
+        EXPECT_LT(th, threads);
+        for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+      });
+      for (auto& h : hits) ASSERT_EQ(h.load(), 1) << "threads=" << threads << " n=" << n;
+    }
+  }
+}
+
+TEST(ThreadPool, UsesSeveralThreadsAndRespectsGrain) {
+  ThreadPool pool(2);
+  std::atomic<int> calls{0};
+  std::vector<std::thread::id> ids(2);
+  pool.parallel_for(64, [&](int64_t, int64_t, int th) {
+    ids[static_cast<size_t>(th)] = std::this_thread::get_id();
+    calls++;
+  });
+  EXPECT_EQ(calls.load(), 2);
+  EXPECT_NE(ids[0], ids[1]);
+  calls = 0;
+  pool.parallel_for(10, [&](int64_t b, int64_t e, int) {
+    EXPECT_EQ(b, 0);
+    EXPECT_EQ(e, 10);
+    calls++;
+  }, 8);  // 10/8 < 2 chunks: one range
+  EXPECT_EQ(calls.load(), 1);
+}
+
+TEST(ThreadPool, NestedCallsRunSerially) {
+  ThreadPool pool(2);
+  std::atomic<int64_t> total{0};
+  pool.parallel_for(4, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i)
+      pool.parallel_for(10, [&](int64_t b2, int64_t e2, int th) {
+        EXPECT_EQ(th, 0);
+        total += e2 - b2;
+      });
+  });
+  EXPECT_EQ(total.load(), 40);
+}
+
+TEST(ThreadPool, ManyRapidDispatchesAndSleepingWorkers) {
+  ThreadPool pool(2);
+  int64_t sum = 0;
+  std::vector<int64_t> part(2);
+  const int reps = 4000;
+  for (int rep = 0; rep < reps; ++rep) {
+    part.assign(2, 0);
+    pool.parallel_for(30, [&](int64_t b, int64_t e, int th) { part[static_cast<size_t>(th)] += e - b; });
+    sum += part[0] + part[1];
+    if (rep % 1000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // workers sleep
+  }
+  EXPECT_EQ(sum, 30 * reps);
+}
+
+TEST(ThreadPool, DefaultThreadsIsSane) {
+  const int n = ThreadPool::default_threads();
+  EXPECT_GE(n, 1);
+  EXPECT_LE(n, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+}
+
+}  // namespace
+}  // namespace k3

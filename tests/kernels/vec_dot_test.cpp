@@ -1,0 +1,161 @@
+// Fast dot products: SIMD kernels against their scalar twins (every type, 1..4 tokens), and
+// the scalar twins against dequantize + float64 dot within the activation-rounding bound.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/act_quant.h"
+#include "kernels/random_weights.h"
+#include "kernels/vec_dot.h"
+#include "quant/codec.h"
+
+namespace k3::kernels {
+namespace {
+
+using quant::Type;
+
+const Type kFastTypes[] = {Type::F32,   Type::F16,   Type::BF16,  Type::Q8_0,    Type::MXFP4,
+                           Type::Q2_K,  Type::Q3_K,  Type::Q4_K,  Type::Q6_K,    Type::IQ2_XXS,
+                           Type::IQ2_XS, Type::IQ1_S, Type::IQ1_M};
+
+struct Case {
+  std::vector<uint8_t> w;
+  std::vector<float> wf;                 // dequantized weights
+  std::vector<std::vector<float>> x;     // kMaxDotTokens activation rows
+  std::vector<uint8_t> act;              // converted activations, one row per token
+  size_t act_stride = 0;
+};
+
+Case make_case(const DotKernel& k, int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Case c;
+  c.w = test::random_row(k.type, n, rng);
+  c.wf.resize(static_cast<size_t>(n));
+  quant::dequantize_row(k.type, c.w.data(), c.wf.data(), n);
+  c.act_stride = act_row_bytes(k.act, n);
+  c.act.resize(c.act_stride * kMaxDotTokens);
+  for (int t = 0; t < kMaxDotTokens; ++t) {
+    c.x.push_back(test::random_acts(n, rng));
+    quantize_act_row(k.act, c.x[t].data(), c.act.data() + t * c.act_stride, n);
+  }
+  return c;
+}
+
+// Σ|w·x|: the scale against which float rounding is judged.
+double magnitude(const std::vector<float>& w, const std::vector<float>& x) {
+  double m = 0;
+  for (size_t i = 0; i < w.size(); ++i) m += std::fabs(static_cast<double>(w[i]) * x[i]);
+  return m;
+}
+
+class VecDot : public ::testing::TestWithParam<Type> {};
+
+TEST_P(VecDot, SimdMatchesScalarTwin) {
+  const DotKernel* k = dot_kernel(GetParam());
+  ASSERT_NE(k, nullptr);
+  for (int64_t n : {256, 1024, 2816}) {
+    const Case c = make_case(*k, n, static_cast<uint32_t>(n) * 7 + static_cast<uint32_t>(GetParam()));
+    for (int nt = 1; nt <= kMaxDotTokens; ++nt) {
+      float out[kMaxDotTokens];
+      k->dot(n, c.w.data(), c.act.data(), c.act_stride, nt, out);
+      for (int t = 0; t < nt; ++t) {
+        const float ref = k->dot_scalar(n, c.w.data(), c.act.data() + t * c.act_stride);
+        const double tol = 2e-6 * magnitude(c.wf, c.x[t]) + 1e-30;
+        EXPECT_NEAR(out[t], ref, tol) << quant::type_name(k->type) << " n=" << n << " nt=" << nt
+                                      << " t=" << t;
+      }
+    }
+  }
+}
+
+TEST_P(VecDot, ScalarTwinMatchesDequantizedDot) {
+  const DotKernel* k = dot_kernel(GetParam());
+  ASSERT_NE(k, nullptr);
+  const int64_t n = 2048;
+  const Case c = make_case(*k, n, 99u + static_cast<uint32_t>(GetParam()));
+  const int64_t blk = k->act == ActFormat::Q8_0 ? 32 : 256;
+  for (int t = 0; t < kMaxDotTokens; ++t) {
+    const std::vector<float>& x = c.x[t];
+    double exact = 0, bound = 0;
+    for (int64_t b = 0; b < n; b += blk) {
+      float amax = 0;
+      for (int64_t i = b; i < b + blk; ++i) amax = std::max(amax, std::fabs(x[i]));
+      for (int64_t i = b; i < b + blk; ++i) {
+        exact += static_cast<double>(c.wf[i]) * x[i];
+        // round-to-nearest onto a grid of step amax/127 moves each input by at most half a step
+        if (k->act != ActFormat::F32) bound += std::fabs(c.wf[i]) * amax / 254.0;
+      }
+    }
+    bound = bound * 1.001 + 1e-5 * magnitude(c.wf, x);
+    const float got = k->dot_scalar(n, c.w.data(), c.act.data() + t * c.act_stride);
+    EXPECT_NEAR(got, exact, bound) << quant::type_name(k->type) << " t=" << t;
+    // The bound must be meaningful: well below the size of the dot's terms.
+    EXPECT_LT(bound, 0.05 * magnitude(c.wf, x)) << quant::type_name(k->type);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFastTypes, VecDot, ::testing::ValuesIn(kFastTypes),
+                         [](const auto& info) { return std::string(quant::type_name(info.param)); });
+
+TEST(VecDot, UnsupportedTypesHaveNoKernel) {
+  EXPECT_EQ(dot_kernel(Type::Q5_K), nullptr);
+  EXPECT_EQ(dot_kernel(Type::IQ4_XS), nullptr);
+}
+
+TEST(VecDot, F32DotIsNearlyExactOnLongRows) {
+  // The golden F32 models need NMSE ≤ 1e-9 end to end; a single dot must be far better.
+  const DotKernel* k = dot_kernel(Type::F32);
+  std::mt19937 rng(5);
+  const int64_t n = 7168 + 5;  // odd tail too
+  std::vector<float> w = test::random_acts(n, rng), x = test::random_acts(n, rng);
+  float out;
+  k->dot(n, w.data(), x.data(), 0, 1, &out);
+  double exact = 0;
+  for (int64_t i = 0; i < n; ++i) exact += static_cast<double>(w[i]) * x[i];
+  EXPECT_NEAR(out, exact, 1e-6 * magnitude(w, x));
+}
+
+TEST(ActQuant, Q8KMatchesReferenceRule) {
+  std::mt19937 rng(11);
+  std::vector<float> x = test::random_acts(512, rng);
+  x[37] = -9.5f;  // the largest magnitude maps to -127 whatever its sign (scale = -127/max)
+  std::vector<BlockQ8KA> q(2);
+  quantize_act_q8_k(x.data(), q.data(), 512);
+  EXPECT_EQ(q[0].qs[37], -127);
+  EXPECT_FLOAT_EQ(q[0].d, 1.0f / (-127.0f / -9.5f));
+  for (int b = 0; b < 2; ++b) {
+    for (int i = 0; i < 16; ++i) {
+      int s = 0;
+      for (int j = 0; j < 16; ++j) s += q[b].qs[16 * i + j];
+      EXPECT_EQ(q[b].bsums[i], s);
+    }
+    for (int j = 0; j < 256; ++j) {
+      EXPECT_GE(q[b].qs[j], -127);
+      EXPECT_LE(std::fabs(q[b].d * q[b].qs[j] - x[256 * b + j]), std::fabs(q[b].d) * 0.5f + 1e-6f);
+    }
+  }
+  std::vector<float> zeros(256, 0.0f);
+  quantize_act_q8_k(zeros.data(), q.data(), 256);
+  EXPECT_EQ(q[0].d, 0.0f);
+  EXPECT_EQ(q[0].bsums[3], 0);
+}
+
+TEST(ActQuant, Q8_0RoundsHalfAwayFromZero) {
+  std::vector<float> x(32, 0.0f);
+  x[0] = 127.0f;  // d = 1
+  x[1] = 2.5f;
+  x[2] = -2.5f;
+  x[3] = 0.49f;
+  BlockQ8_0A q;
+  quantize_act_q8_0(x.data(), &q, 32);
+  EXPECT_EQ(q.d, 1.0f);
+  EXPECT_EQ(q.qs[0], 127);
+  EXPECT_EQ(q.qs[1], 3);
+  EXPECT_EQ(q.qs[2], -3);
+  EXPECT_EQ(q.qs[3], 0);
+}
+
+}  // namespace
+}  // namespace k3::kernels
