@@ -1,11 +1,38 @@
-// Placeholder until this subcommand lands.
+// cli/cmd_bench: `k3 bench` — llama-bench-style pp/tg throughput plus the weight bytes each
+// test streams and their share of the machine's memory bandwidth (docs/bench.md).
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "tools/bench.h"
 
 namespace k3::cli {
-int cmd_bench(int, char**) {
-  fmt::print(stderr, "error: k3 bench is not available in this build yet\n");
-  return 2;
+
+int cmd_bench(int argc, char** argv) {
+  CLI::App app{"Measure prompt-processing and generation throughput against the memory roofline",
+               "k3 bench"};
+  tools::BenchOptions o;
+  bool json = false, no_bw = false;
+  app.add_option("-m,--model", o.model_path, "GGUF model file (first shard of a split set)")->required();
+  app.add_option("-p,--n-prompt", o.n_prompt, "prompt tokens for the pp test (0: skip)")->capture_default_str();
+  app.add_option("-n,--n-gen", o.n_gen, "generated tokens for the tg test (0: skip)")->capture_default_str();
+  app.add_option("-t,--threads", o.n_threads, "worker threads (0: machine default)")->capture_default_str();
+  app.add_option("-ub,--ubatch-size", o.n_ubatch, "tokens per forward micro-batch")->capture_default_str();
+  app.add_option("-r,--repetitions", o.reps, "timed repetitions per test")->capture_default_str();
+  app.add_flag("--json", json, "print the result as JSON (docs/bench.md)");
+  app.add_flag("--remeasure-bw", o.remeasure_bw, "measure memory bandwidth again and update the cache");
+  app.add_flag("--no-bw", no_bw, "skip the memory-bandwidth roofline");
+  app.add_option("--bw-cache", o.bw_cache_path, "bandwidth cache file (default ~/.cache/k3/membw.json)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  o.measure_bw = !no_bw;
+  const tools::BenchResult r = tools::run_bench(o);
+  if (json) fmt::print("{}\n", tools::bench_json(r));
+  else fmt::print("{}", tools::bench_table(r));
+  return 0;
 }
+
 }  // namespace k3::cli

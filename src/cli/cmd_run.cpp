@@ -1,11 +1,153 @@
-// Placeholder until this subcommand lands.
+// cli/cmd_run: `k3 run [-m MODEL] [-p PROMPT] [-n N] [sampling flags]` — generates text and
+// streams it to stdout as it is produced; speed goes to stderr. Without -m it runs the tiny
+// model embedded in the binary (cli/embedded_model.h). See docs/run.md.
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
 #include "cli/commands.h"
+#include "cli/embedded_model.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "gguf/file.h"
+#include "model/model.h"
+#include "runtime/engine.h"
+#include "runtime/eval_logits.h"
+#include "runtime/generate.h"
+#include "runtime/sampler.h"
+#include "text/tokenizer.h"
 
 namespace k3::cli {
-int cmd_run(int, char**) {
-  fmt::print(stderr, "error: k3 run is not available in this build yet\n");
-  return 2;
+
+namespace {
+
+bool has_vocab(const gguf::GgufFile& f) {
+  return f.find("tokenizer.ggml.tokens") != nullptr &&
+         f.get_string("tokenizer.ggml.model", "") != "no_vocab";
 }
+
+}  // namespace
+
+int cmd_run(int argc, char** argv) {
+  CLI::App app{"Generate text from a prompt (default: the tiny model embedded in k3)", "k3 run"};
+  std::string model_path, prompt = "Once upon a time", tokens_text, cache_type = "f32";
+  int32_t n_predict = 64, threads = 0;
+  int64_t n_ctx = 4096, n_ubatch = 512;
+  std::optional<uint64_t> seed;
+  runtime::SamplerParams sp;
+  bool ignore_eos = false, echo = false, no_special = false;
+
+  app.add_option("-m,--model", model_path, "GGUF model (first shard); default: the embedded tiny model");
+  app.add_option("-p,--prompt", prompt, "prompt text (default \"Once upon a time\")");
+  app.add_option("--tokens", tokens_text, "prompt as token ids (\"1,2,3\"), instead of -p; needed for models without a vocabulary");
+  app.add_option("-n,--n-predict", n_predict, "tokens to generate (default 64; -1: until end of generation)");
+  app.add_option("--temp", sp.temperature, "temperature (default 0.8; <= 0: greedy)");
+  app.add_option("--top-k", sp.top_k, "keep the K most likely tokens (default 40; <= 0: off)");
+  app.add_option("--top-p", sp.top_p, "keep the smallest set with this much probability (default 0.95; 1: off)");
+  app.add_option("--min-p", sp.min_p, "drop tokens less likely than P times the best (default 0.05; 0: off)");
+  app.add_option("--repeat-penalty", sp.repeat_penalty, "penalise tokens seen in the last N (default 1.0: off)");
+  app.add_option("--repeat-last-n", sp.repeat_last_n, "window of the repetition penalty (default 64)");
+  app.add_option("--presence-penalty", sp.presence_penalty, "subtract from tokens seen in the window (default 0)");
+  app.add_option("--frequency-penalty", sp.frequency_penalty, "subtract count × this (default 0)");
+  app.add_option("--seed", seed, "sampling seed (default: random, printed to stderr)");
+  app.add_option("-t,--threads", threads, "threads (default: the machine's default)");
+  app.add_option("-c,--ctx", n_ctx, "context size in tokens (default 4096; 0: the model's)");
+  app.add_option("-u,--ubatch", n_ubatch, "prompt tokens per forward micro-batch (default 512)");
+  app.add_option("--cache-type", cache_type, "MLA cache precision: f32 or f16 (default f32)");
+  app.add_flag("--ignore-eos", ignore_eos, "do not stop at end-of-generation tokens");
+  app.add_flag("--echo", echo, "print the prompt before the generated text");
+  app.add_flag("--no-special", no_special, "do not print control tokens (<|open|>, ...) in the output");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  auto usage = [](const std::string& msg) {
+    fmt::print(stderr, "error: {}\n", msg);
+    return 2;
+  };
+  if (cache_type != "f32" && cache_type != "f16") return usage("--cache-type must be f32 or f16");
+  if (threads < 0) return usage("--threads must be >= 0");
+  if (n_ctx < 0) return usage("--ctx must be >= 0");
+  if (n_ubatch < 1) return usage("--ubatch must be >= 1");
+  if (!seed) seed = std::random_device{}();
+  sp.seed = *seed;
+  std::unique_ptr<runtime::Sampler> sampler;
+  try {
+    sampler = std::make_unique<runtime::Sampler>(sp);
+  } catch (const Error& e) {
+    return usage(e.what());
+  }
+
+  std::shared_ptr<model::Model> model;
+  std::string shown_name = model_path;
+  if (model_path.empty()) {
+    model = load_embedded_model();
+    shown_name = "(embedded tiny model)";
+  } else {
+    model = model::Model::load(model_path);
+  }
+  const gguf::GgufFile& file = model->gguf();
+
+  std::shared_ptr<const text::Tokenizer> tok;
+  if (has_vocab(file)) tok = text::Tokenizer::from_gguf(file);
+  std::vector<int32_t> prompt_ids;
+  if (!tokens_text.empty()) {
+    prompt_ids = runtime::parse_token_list(tokens_text, "--tokens");
+  } else {
+    if (!tok) fail("{} has no vocabulary: give the prompt as token ids with --tokens", shown_name);
+    prompt_ids = tok->encode(prompt, /*parse_special=*/true, /*add_special=*/true);
+  }
+  if (prompt_ids.empty()) return usage("the prompt is empty");
+
+  runtime::EngineOptions eo;
+  eo.n_threads = threads;
+  eo.n_ctx = n_ctx;
+  eo.n_ubatch = n_ubatch;
+  eo.cache_type = cache_type == "f16" ? model::CacheType::F16 : model::CacheType::F32;
+  runtime::Engine engine(model, eo);
+
+  runtime::GenerateOptions go;
+  go.n_predict = n_predict;
+  go.ignore_eog = ignore_eos;
+  if (tok) {
+    go.is_eog = [&](int32_t id) { return tok->is_eog(id); };
+  } else if (const gguf::Value* eos = file.find("tokenizer.ggml.eos_token_id")) {
+    int64_t e = eos->as_int();
+    go.is_eog = [e](int32_t id) { return id == e; };
+  }
+
+  fmt::print(stderr, "k3 run: {} | {} prompt tokens | seed {} | {} threads\n", shown_name,
+             prompt_ids.size(), *seed, engine.pool().size());
+  std::optional<text::StreamingDetokenizer> detok;
+  if (tok) detok.emplace(*tok, !no_special);
+  if (echo) {
+    if (tok) fmt::print("{}", tok->decode(prompt_ids, !no_special));
+    else for (int32_t id : prompt_ids) fmt::print("{} ", id);
+  }
+  std::fflush(stdout);
+  auto on_token = [&](int32_t id) {
+    if (detok) fmt::print("{}", detok->push(id));
+    else fmt::print("{} ", id);
+    std::fflush(stdout);
+  };
+  runtime::GenerateStats st = runtime::generate(engine, *sampler, prompt_ids, go, on_token);
+  if (detok) fmt::print("{}", detok->flush());
+  fmt::print("\n");
+  std::fflush(stdout);
+
+  fmt::print(stderr,
+             "prompt: {} tokens in {:.3f} s ({:.2f} tok/s) | generation: {} tokens in {:.3f} s "
+             "({:.2f} tok/s) | stop: {}\n",
+             st.n_prompt, st.prompt_seconds, st.prompt_tps(), st.n_generated, st.gen_seconds,
+             st.gen_tps(), st.stop);
+  return 0;
+}
+
 }  // namespace k3::cli

@@ -24,5 +24,8 @@ int cmd_synth(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_chat_render(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_quantize(int argc, char** argv);
+int cmd_split(int argc, char** argv);
+int cmd_merge(int argc, char** argv);
 
 }  // namespace k3::cli

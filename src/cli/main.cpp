@@ -21,6 +21,9 @@ const Command* commands() {
       {"tokenize", "show how text tokenizes with a model's vocabulary", cmd_tokenize},
       {"chat-render", "print the exact prompt a conversation renders to", cmd_chat_render},
       {"bench", "measure prompt and generation throughput against the memory roofline", cmd_bench},
+      {"quantize", "quantize a GGUF model with llama-quantize's per-tensor rules", cmd_quantize},
+      {"split", "split a GGUF model into shards (gguf-split layout)", cmd_split},
+      {"merge", "merge a split GGUF model into one file", cmd_merge},
       {nullptr, nullptr, nullptr},
   };
   return table;

@@ -12,8 +12,9 @@ namespace k3::kernels {
 namespace {
 
 inline __m256 exp_ps(__m256 x) {
-  // Bounds keep 2^k a normal float: e^88.7 is finite, e^−87.3 is the smallest normal region.
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.7f));
+  // Above ~88.72 the result overflows to +inf as expf does (so 1/(1+e^x) → 0); below −87.3 it
+  // is held at ~1e-38 instead of going subnormal (1 + that is 1 anyway).
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(89.0f));
   const __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), x);

@@ -121,6 +121,40 @@ void iq2_xs_nt(int64_t n, const void* w, const void* act, size_t st, float* out)
   K3_UNROLL for (int t = 0; t < NT; ++t) out[t] = 0.125f * simd::hsum(acc[t]);
 }
 
+// IQ1_S per super-block unpacking: qh word b holds the high index bits of its four groups at
+// 3l..3l+2, the scale at 12..14 and the delta sign at 15. Lane g of the index vectors gets word
+// g/4; multiplying by 2^(13−3(g%4)) lifts that group's three bits to the top of the lane.
+inline void iq1s_unpack(const blk::IQ1_S& x, uint16_t idx[32], int16_t ls[8]) {
+  const __m128i qh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qh));
+  const __m256i qh2 = _mm256_broadcastsi128_si256(qh);
+  const __m256i mul = _mm256_setr_epi16(1 << 13, 1 << 10, 1 << 7, 1 << 4, 1 << 13, 1 << 10, 1 << 7,
+                                        1 << 4, 1 << 13, 1 << 10, 1 << 7, 1 << 4, 1 << 13, 1 << 10,
+                                        1 << 7, 1 << 4);
+  const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qs));
+  const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qs + 16));
+  for (int half = 0; half < 2; ++half) {
+    const int w0 = 8 * half;  // byte offset of the first qh word of this half
+    const __m256i ctrl = _mm256_setr_epi8(
+        static_cast<char>(w0), static_cast<char>(w0 + 1), static_cast<char>(w0), static_cast<char>(w0 + 1),
+        static_cast<char>(w0), static_cast<char>(w0 + 1), static_cast<char>(w0), static_cast<char>(w0 + 1),
+        static_cast<char>(w0 + 2), static_cast<char>(w0 + 3), static_cast<char>(w0 + 2), static_cast<char>(w0 + 3),
+        static_cast<char>(w0 + 2), static_cast<char>(w0 + 3), static_cast<char>(w0 + 2), static_cast<char>(w0 + 3),
+        static_cast<char>(w0 + 4), static_cast<char>(w0 + 5), static_cast<char>(w0 + 4), static_cast<char>(w0 + 5),
+        static_cast<char>(w0 + 4), static_cast<char>(w0 + 5), static_cast<char>(w0 + 4), static_cast<char>(w0 + 5),
+        static_cast<char>(w0 + 6), static_cast<char>(w0 + 7), static_cast<char>(w0 + 6), static_cast<char>(w0 + 7),
+        static_cast<char>(w0 + 6), static_cast<char>(w0 + 7), static_cast<char>(w0 + 6), static_cast<char>(w0 + 7));
+    // both 128-bit lanes hold all of qh, so lane-local byte indices address any word
+    const __m256i words = _mm256_shuffle_epi8(qh2, ctrl);
+    const __m256i hi3 = _mm256_srli_epi16(_mm256_mullo_epi16(words, mul), 13);
+    const __m256i sign = _mm256_srli_epi16(words, 15);
+    const __m256i lo = _mm256_cvtepu8_epi16(half ? q1 : q0);
+    const __m256i v = _mm256_or_si256(lo, _mm256_or_si256(_mm256_slli_epi16(hi3, 8), _mm256_slli_epi16(sign, 11)));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(idx + 16 * half), v);
+  }
+  const __m128i s3 = _mm_and_si128(_mm_srli_epi16(qh, 12), _mm_set1_epi16(7));
+  _mm_store_si128(reinterpret_cast<__m128i*>(ls), _mm_add_epi16(_mm_add_epi16(s3, s3), _mm_set1_epi16(1)));
+}
+
 template <int NT>
 void iq1_s_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
   const blk::IQ1_S* x = static_cast<const blk::IQ1_S*>(w);
@@ -129,22 +163,19 @@ void iq1_s_nt(int64_t n, const void* w, const void* act, size_t st, float* out) 
   const uint64_t* grid = iq1_delta_grid();
   __m256 acc[NT];
   K3_UNROLL for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  alignas(32) uint16_t idx[32];
+  alignas(16) int16_t ls[8];
   for (int64_t b = 0; b < n / 256; ++b) {
-    const uint8_t* qs = x[b].qs;
+    iq1s_unpack(x[b], idx, ls);
     __m256i sumi[NT];
     K3_UNROLL for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
     K3_UNROLL for (int sb = 0; sb < 8; ++sb) {
-      const uint32_t h = x[b].qh[sb];
-      const uint32_t base = (h >> 15) << 11;
-      const __m256i wv = gather4(grid, base | qs[4 * sb] | (h & 7) << 8,
-                                 base | qs[4 * sb + 1] | ((h >> 3) & 7) << 8,
-                                 base | qs[4 * sb + 2] | ((h >> 6) & 7) << 8,
-                                 base | qs[4 * sb + 3] | ((h >> 9) & 7) << 8);
+      const __m256i wv = gather4(grid, idx[4 * sb], idx[4 * sb + 1], idx[4 * sb + 2], idx[4 * sb + 3]);
       const __m256i wa = _mm256_abs_epi8(wv);
-      const __m256i ls = _mm256_set1_epi16(static_cast<int16_t>(2 * ((h >> 12) & 7) + 1));
+      const __m256i lsv = _mm256_set1_epi16(ls[sb]);
       K3_UNROLL for (int t = 0; t < NT; ++t) {
         const __m256i av = _mm256_loadu_si256(v256(y[t][b].qs + 32 * sb));
-        sumi[t] = _mm256_add_epi32(sumi[t], simd::dot_ss(wa, wv, av, ls));
+        sumi[t] = _mm256_add_epi32(sumi[t], simd::dot_ss(wa, wv, av, lsv));
       }
     }
     const float d = blk::f16(x[b].d);

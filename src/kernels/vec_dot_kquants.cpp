@@ -63,6 +63,18 @@ void q2_k_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
   K3_UNROLL for (int t = 0; t < NT; ++t) out[t] = simd::hsum(acc[t]);
 }
 
+// The 16 signed six-bit Q3_K scales in one vector (same result as blk::q3k_scales):
+// low nibbles of bytes 0..7 are scales 0..7, their high nibbles scales 8..15; byte 8 + j%4
+// supplies bits 4..5 of scale j at bit 2·(j/4).
+inline __m128i q3k_scales_vec(const uint8_t* s) {
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(s));
+  const __m128i low4 = _mm_unpacklo_epi64(_mm_and_si128(v, m4), _mm_and_si128(_mm_srli_epi16(v, 4), m4));
+  const __m128i word = _mm_set1_epi32(static_cast<int>(blk::load_u32(s + 8)));
+  const __m128i high2 = _mm_and_si128(_mm_srlv_epi32(word, _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
+  return _mm_sub_epi8(_mm_or_si128(low4, _mm_slli_epi16(high2, 4)), _mm_set1_epi8(32));
+}
+
 template <int NT>
 void q3_k_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
   const blk::Q3_K* x = static_cast<const blk::Q3_K*>(w);
@@ -73,9 +85,7 @@ void q3_k_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
   __m256 acc[NT];
   K3_UNROLL for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / 256; ++b) {
-    alignas(16) int8_t sc8[16];
-    blk::q3k_scales(x[b].scales, sc8);
-    const __m128i sc = _mm_load_si128(reinterpret_cast<const __m128i*>(sc8));
+    const __m128i sc = q3k_scales_vec(x[b].scales);
     const __m256i sc16 = _mm256_cvtepi8_epi16(sc);
     const __m256i hm = _mm256_loadu_si256(v256(x[b].hmask));
     __m256i sumi[NT];
@@ -114,14 +124,17 @@ void q4_k_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
   __m256 acc[NT];
   K3_UNROLL for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / 256; ++b) {
-    alignas(32) int16_t mins16[16];
+    // six-bit scales/mins four at a time in 32-bit words (same result as blk::q4k_scale_min)
+    const uint32_t w0 = blk::load_u32(x[b].scales), w1 = blk::load_u32(x[b].scales + 4),
+                   w2 = blk::load_u32(x[b].scales + 8);
+    const uint64_t scw = static_cast<uint64_t>(w0 & 0x3f3f3f3fu) |
+                         static_cast<uint64_t>((w2 & 0x0f0f0f0fu) | ((w0 >> 2) & 0x30303030u)) << 32;
+    const uint64_t mw = static_cast<uint64_t>(w1 & 0x3f3f3f3fu) |
+                        static_cast<uint64_t>(((w2 >> 4) & 0x0f0f0f0fu) | ((w1 >> 2) & 0x30303030u)) << 32;
+    const __m128i mb = _mm_cvtsi64_si128(static_cast<int64_t>(mw));
+    const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mb, mb));  // m0 m0 m1 m1 ...
     int sc[8];
-    for (int j = 0; j < 8; ++j) {
-      int m;
-      blk::q4k_scale_min(x[b].scales, j, sc[j], m);
-      mins16[2 * j] = mins16[2 * j + 1] = static_cast<int16_t>(m);
-    }
-    const __m256i mins = _mm256_load_si256(reinterpret_cast<const __m256i*>(mins16));
+    K3_UNROLL for (int j = 0; j < 8; ++j) sc[j] = static_cast<int>((scw >> (8 * j)) & 0xFF);
     __m256i sumi[NT];
     K3_UNROLL for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
     K3_UNROLL for (int c = 0; c < 4; ++c) {

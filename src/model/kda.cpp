@@ -17,8 +17,8 @@ namespace {
 
 constexpr int64_t kChunk = 16;  // llama.cpp's chunk size for per-channel gates (§3.3.4)
 
-void for_range(ThreadPool* pool, int64_t n, const ThreadPool::RangeFn& fn) {
-  if (pool) pool->parallel_for(n, fn, 1);
+void for_range(ThreadPool* pool, int64_t n, const ThreadPool::RangeFn& fn, int64_t grain = 1) {
+  if (pool) pool->parallel_for(n, fn, grain);
   else fn(0, n, 0);
 }
 
@@ -41,7 +41,7 @@ void conv_silu(const float* p, float* y, const std::vector<int64_t>& idx, float*
       }
       std::copy(win.end() - K1, win.end(), st);
     }
-  });
+  }, std::max<int64_t>(16, 4096 / (n * K)));
 }
 
 struct HeadInputs {

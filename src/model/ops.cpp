@@ -49,7 +49,9 @@ void Matmul::operator()(const kernels::WeightView& w, const float* x, int64_t n_
     p.rows = r1 - r0;
     kernels::matmul_reference(p, x, n_tok, y + r0, x_stride, y_stride);
   };
-  if (pool) pool->parallel_for(w.rows, part, 8);
+  // Small products are not worth waking the pool for.
+  const int64_t grain = std::max<int64_t>(8, (1 << 16) / std::max<int64_t>(1, w.cols * n_tok));
+  if (pool) pool->parallel_for(w.rows, part, grain);
   else part(0, w.rows, 0);
 }
 

@@ -92,11 +92,12 @@ void build(GridIndex& gi, const GridSpec& s) {
     }
     list.count = static_cast<uint32_t>(gi.neighbour_ids.size() - list.first);
     const uint32_t chunks = (list.count + 7) / 8;
-    gi.lanes.resize(gi.lanes.size() + static_cast<size_t>(chunks) * s.n_coords * 8, 0);
+    gi.lanes.resize(gi.lanes.size() + static_cast<size_t>(chunks) * s.n_coords, 0);
     for (uint32_t m = 0; m < list.count; ++m) {
       const int8_t* pl = gi.point_levels(gi.neighbour_ids[list.first + m]);
       for (int j = 0; j < s.n_coords; ++j) {
-        gi.lanes[list.lanes + ((m / 8) * s.n_coords + j) * 8 + m % 8] = pl[j];
+        gi.lanes[list.lanes + (m / 8) * s.n_coords + j] |= static_cast<uint32_t>(pl[j])
+                                                           << (4 * (m % 8));
       }
     }
     gi.map[key] = -static_cast<int32_t>(gi.lists.size()) - 1;

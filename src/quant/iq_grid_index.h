@@ -32,13 +32,14 @@ struct GridIndex {
   struct List {
     uint32_t first;   // into neighbour_ids
     uint32_t count;
-    uint32_t lanes;   // into lanes: ceil(count/8) chunks of n_coords × 8 levels
+    uint32_t lanes;   // into lanes: ceil(count/8) chunks of n_coords words
   };
   std::vector<List> lists;
   std::vector<uint16_t> neighbour_ids;
-  // Levels of the neighbours transposed for 8-wide evaluation: chunk c, coordinate j holds the
-  // levels of neighbours 8c..8c+7 (zero past the end of the list).
-  std::vector<int8_t> lanes;
+  // Levels of the neighbours transposed for 8-wide evaluation: word (chunk c, coordinate j)
+  // holds the level of neighbour 8c+m in bits 4m..4m+3 (zero past the end of the list).
+  // Nibbles keep the tables small enough to stay in cache.
+  std::vector<uint32_t> lanes;
 
   const List& list_of(uint32_t key) const { return lists[-map[key] - 1]; }
   const int8_t* point_levels(int p) const { return levels.data() + p * n_coords; }

@@ -1,14 +1,15 @@
-// quant/iq_grid_search: the per-group grid projection shared by the IQ2 and IQ3 quantizers.
-// Contract: assign_group() rounds a group of magnitudes to levels at inverse scale `id`, and if
-// the resulting key is not a grid point, replaces it by the neighbour minimising
-// Σ w·(scale·q − x)² (first minimum wins, neighbours in (distance, index) order), exactly as
-// ggml's iq2/iq3_find_best_neighbour. Include only after `#pragma GCC optimize
-// ("fp-contract=off")` so the arithmetic stays unfused.
+// quant/iq_grid_search: the per-group grid projection shared by the IQ1, IQ2 and IQ3
+// quantizers.
+// Contract: best_neighbour() scores an off-grid key's neighbours exactly as ggml's scalar loops
+// do (AVX2 across neighbours, no fused operations), first minimum winning in (distance, index)
+// order. assign_group() rounds a group of magnitudes to levels at inverse scale `id` and, if the
+// key is not a grid point, replaces it by the neighbour minimising Σ w·(scale·q − x)², as
+// ggml's iq2/iq3_find_best_neighbour. Include only after
+// `#pragma GCC optimize("fp-contract=off")` so the arithmetic stays unfused.
 #pragma once
 
 #include <cfloat>
 #include <cstdint>
-#include <cstring>
 
 #include "quant/iq_common.h"
 #include "quant/iq_grid_index.h"
@@ -25,7 +26,8 @@ inline int best_neighbour(const GridIndex& gi, uint32_t key, const float* xval, 
                           float scale, const float* table) {
   const GridIndex::List& list = gi.list_of(key);
   const uint16_t* ids = gi.neighbour_ids.data() + list.first;
-  const int8_t* lanes = gi.lanes.data() + list.lanes;
+  const uint32_t* lanes = gi.lanes.data() + list.lanes;
+  const __m256i nibble_shift = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
   const __m256 vtable = _mm256_loadu_ps(table);
   const __m256 vscale = _mm256_set1_ps(scale);
   __m256 vx[NC], vw[NC];
@@ -43,14 +45,14 @@ inline int best_neighbour(const GridIndex& gi, uint32_t key, const float* xval, 
   for (uint32_t base = 0; base < list.count; base += 8) {
     __m256 acc = _mm256_setzero_ps();
     for (int j = 0; j < NC; ++j) {
-      int64_t raw;
-      std::memcpy(&raw, lanes + j * 8, sizeof(raw));
-      const __m256i lv = _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(raw));
+      // vpermps reads only the low 3 bits of each index: the lane's level after the shift.
+      const __m256i lv = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(lanes[j])),
+                                           nibble_shift);
       const __m256 q = _mm256_permutevar8x32_ps(vtable, lv);
       const __m256 diff = _mm256_sub_ps(_mm256_mul_ps(vscale, q), vx[j]);
       acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_mul_ps(vw[j], diff), diff));
     }
-    lanes += NC * 8;
+    lanes += NC;
     const __m256 in_list = _mm256_castsi256_ps(_mm256_cmpgt_epi32(count, pos));
     const __m256 better = _mm256_and_ps(_mm256_cmp_ps(acc, best, _CMP_LT_OQ), in_list);
     best = _mm256_blendv_ps(best, acc, better);

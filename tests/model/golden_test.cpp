@@ -85,7 +85,7 @@ TEST_P(Golden, ModesAgreeToRoundingWithExactMatmul) {
   for (const char* mode : {"step", "chunk:7"}) {
     const double cross = nmse(runs[mode].logits, runs["batch"].logits);
     fmt::print("{:16s} exact {} vs batch {:.3e}\n", name, mode, cross);
-    EXPECT_LE(cross, 1e-11) << name << " " << mode;
+    EXPECT_LE(cross, 1e-10) << name << " " << mode;
   }
 }
 

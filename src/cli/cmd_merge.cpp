@@ -1,0 +1,29 @@
+// cli/cmd_merge: `k3 merge FIRST_SHARD OUT` — join a split GGUF model into one file
+// (tools/split.h). See docs/split.md.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <string>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "tools/split.h"
+
+namespace k3::cli {
+
+int cmd_merge(int argc, char** argv) {
+  CLI::App app{"Merge a split GGUF model into one file", "k3 merge"};
+  std::string in, out;
+  bool quiet = false;
+  app.add_option("first_shard", in, "the first shard (NAME-00001-of-0000N.gguf)")->required();
+  app.add_option("output", out, "output GGUF")->required();
+  app.add_flag("-q,--quiet", quiet, "print nothing but errors");
+  CLI11_PARSE(app, argc, argv);
+  tools::ShardingResult r = tools::merge_model(in, out, !quiet);
+  if (!quiet)
+    fmt::print("{}: {} tensors, {} bytes of tensor data ({:.2f} s)\n", r.files.front(), r.tensors, r.bytes,
+               r.seconds);
+  return 0;
+}
+
+}  // namespace k3::cli

@@ -1,0 +1,130 @@
+// server/generation: see generation.h.
+#include "server/generation.h"
+
+#include <chrono>
+
+namespace k3::server {
+
+using text::StopReason;
+using text::TokenKind;
+
+Generation::Generation(Job& job, const text::Tokenizer& tok, const VocabRoles& roles,
+                       int64_t max_tokens)
+    : job_(job), tok_(tok), roles_(roles), max_tokens_(max_tokens),
+      sampler_(job.params.sampler), stop_(job.params.stop) {
+  // Prompt tokens enter the penalty window, as in llama.cpp.
+  for (int32_t t : job.prompt) sampler_.accept(t);
+  usage_.prompt_tokens = static_cast<int64_t>(job.prompt.size());
+  if (job.kind == JobKind::Chat) {
+    parser_.emplace(job.parser);
+    if (job.params.reasoning_budget >= 0 && job.parser.thinking) {
+      text::ReasoningBudgetOptions bo;
+      bo.budget = job.params.reasoning_budget;
+      bo.message = job.params.reasoning_budget_message;
+      budget_.emplace(bo, true);
+    }
+  }
+}
+
+void Generation::prompt_done(double prompt_ms) {
+  usage_.prompt_ms = prompt_ms;
+  t_first_ = Clock::now();
+  Event e;
+  e.kind = Event::Kind::Started;
+  job_.channel.push(std::move(e));
+}
+
+int32_t Generation::choose(std::span<const float> logits) {
+  if (forced_.empty() && budget_) {
+    if (auto inj = budget_->take_injection()) {
+      std::vector<int32_t> ids = tokenize_segments(tok_, *inj);
+      forced_.insert(forced_.end(), ids.begin(), ids.end());
+    }
+  }
+  if (!forced_.empty()) {
+    int32_t t = forced_.front();
+    forced_.pop_front();
+    return t;
+  }
+  if (job_.scripted) {
+    if (script_pos_ < job_.script.size()) return job_.script[script_pos_++];
+    return roles_.end_token(tok_);
+  }
+  return sampler_.sample(logits);
+}
+
+void Generation::push_delta(text::ParseDelta&& d) {
+  if (d.empty()) return;
+  Event e;
+  e.kind = Event::Kind::Delta;
+  e.delta = std::move(d);
+  job_.channel.push(std::move(e));
+}
+
+void Generation::feed_text(std::string_view bytes) {
+  if (bytes.empty()) return;
+  if (parser_) {
+    push_delta(parser_->feed_token(TokenKind::Text, bytes));
+  } else {
+    std::string s = utf8_.push(bytes);
+    if (!s.empty()) {
+      Event e;
+      e.kind = Event::Kind::Delta;
+      e.text = std::move(s);
+      job_.channel.push(std::move(e));
+    }
+  }
+}
+
+bool Generation::accept(int32_t token, bool can_continue) {
+  if (done_) return true;
+  ++n_generated_;
+  sampler_.accept(token);
+  TokenKind kind = roles_.kind(tok_, token);
+  const std::string& piece = tok_.token_bytes(token);
+  if (budget_) budget_->observe(kind, kind == TokenKind::Text ? std::string_view(piece) : std::string_view());
+
+  if (kind == TokenKind::Eog) return finish(StopReason::Eog);
+  if (kind == TokenKind::Text) {
+    feed_text(stop_.push(piece));
+    if (stop_.matched()) return finish(StopReason::StopString);
+  } else if (parser_) {
+    // No stop string spans a marker: release what was held, then the marker itself.
+    feed_text(stop_.flush());
+    stop_ = StopMatcher(job_.params.stop);
+    push_delta(parser_->feed_token(kind));
+    if (parser_->turn_ended()) return finish(StopReason::Eog);
+  }
+  if (max_tokens_ > 0 && n_generated_ >= max_tokens_) return finish(StopReason::Length);
+  if (!can_continue) return finish(StopReason::Length);
+  return false;
+}
+
+bool Generation::finish(StopReason why) {
+  done_ = true;
+  feed_text(stop_.flush());
+  Event e;
+  e.kind = Event::Kind::Done;
+  if (parser_) {
+    push_delta(parser_->finish(why));
+    e.finish_reason = parser_->result().finish_reason;
+  } else {
+    std::string tail = utf8_.flush();
+    if (!tail.empty()) {
+      Event t;
+      t.kind = Event::Kind::Delta;
+      t.text = std::move(tail);
+      job_.channel.push(std::move(t));
+    }
+    e.finish_reason = why == StopReason::Length ? "length" : "stop";
+  }
+  usage_.completion_tokens = n_generated_;
+  if (t_first_ != Clock::time_point{})
+    usage_.predicted_ms =
+        std::chrono::duration<double, std::milli>(Clock::now() - t_first_).count();
+  e.usage = usage_;
+  job_.channel.push(std::move(e));
+  return true;
+}
+
+}  // namespace k3::server

@@ -1,0 +1,94 @@
+// server/job: one generation request as the scheduler sees it, and the channel that carries
+// its results back to the HTTP handler thread.
+// Contract: an HTTP handler builds a Job (prompt tokens + validated parameters), submits it
+// to the Scheduler and then only reads job->channel. The scheduler only writes the channel:
+// zero or more Delta events after exactly one Started event, then exactly one Done or Error
+// (an Error may also come first, e.g. a timeout while queued). Setting `cancelled` (client
+// gone) makes the scheduler drop the job at its next step; no event follows a cancel.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/sampler.h"
+#include "text/output_parser.h"
+
+namespace k3::server {
+
+using Clock = std::chrono::steady_clock;
+
+// Validated generation parameters (request fields after defaults and caps).
+struct GenParams {
+  runtime::SamplerParams sampler;
+  int64_t max_tokens = -1;             // < 0: until end of turn or a full context
+  std::vector<std::string> stop;       // stop strings (matched on generated text)
+  int64_t reasoning_budget = -1;       // think tokens; < 0 unlimited
+  std::string reasoning_budget_message;
+};
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  double prompt_ms = 0;     // prompt decode
+  double predicted_ms = 0;  // from the first sampled token to the end
+};
+
+struct Event {
+  enum class Kind { Started, Delta, Done, Error };
+  Kind kind = Kind::Delta;
+  text::ParseDelta delta;      // chat: reasoning/content/tool-call deltas
+  std::string text;            // raw completion: new text
+  std::string finish_reason;   // Done
+  Usage usage;                 // Done
+  int status = 0;              // Error: HTTP status, OpenAI type, message
+  std::string error_type;
+  std::string message;
+};
+
+// A single-producer single-consumer queue with a blocking, timed pop.
+class Channel {
+ public:
+  void push(Event e) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      q_.push_back(std::move(e));
+    }
+    cv_.notify_one();
+  }
+  // Waits up to `timeout` for an event; false when none arrived.
+  template <typename Rep, typename Period>
+  bool pop(Event& out, std::chrono::duration<Rep, Period> timeout) {
+    std::unique_lock<std::mutex> lk(mu_);
+    if (!cv_.wait_for(lk, timeout, [&] { return !q_.empty(); })) return false;
+    out = std::move(q_.front());
+    q_.pop_front();
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Event> q_;
+};
+
+enum class JobKind { Chat, Completion };
+
+struct Job {
+  JobKind kind = JobKind::Chat;
+  std::vector<int32_t> prompt;
+  GenParams params;
+  text::ParserOptions parser;        // chat only
+  std::vector<int32_t> script;       // test-only scripted output (replaces sampling)
+  bool scripted = false;
+  Clock::time_point deadline = Clock::time_point::max();
+  std::atomic<bool> cancelled{false};
+  Channel channel;
+};
+
+}  // namespace k3::server

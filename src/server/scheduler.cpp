@@ -1,0 +1,263 @@
+// server/scheduler: see scheduler.h.
+#include "server/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/thread_pool.h"
+#include "model/model.h"
+#include "runtime/engine.h"
+#include "server/api_error.h"
+#include "server/generation.h"
+#include "text/tokenizer.h"
+
+namespace k3::server {
+
+struct Scheduler::Slot {
+  int32_t seq = 0;
+  std::shared_ptr<Job> job;
+  std::unique_ptr<Generation> gen;
+  size_t n_fed = 0;          // prompt tokens decoded so far
+  int32_t next = -1;         // generated token waiting to be decoded
+  Clock::time_point t_start;
+  bool generating() const { return job && next >= 0; }
+};
+
+Scheduler::Scheduler(std::shared_ptr<const model::Model> model,
+                     std::shared_ptr<const text::Tokenizer> tok, const SchedulerOptions& opts)
+    : opts_(opts), tok_(std::move(tok)), roles_(VocabRoles::of(*tok_)) {
+  if (opts_.n_slots < 1) fail("--parallel must be >= 1 (got {})", opts_.n_slots);
+  if (opts_.n_batch < 1) opts_.n_batch = 1;
+  runtime::EngineOptions eo;
+  eo.n_threads = opts_.n_threads;
+  eo.n_seq_max = opts_.n_slots;
+  eo.n_ctx = opts_.n_ctx;
+  engine_ = std::make_unique<runtime::Engine>(std::move(model), eo);
+  n_ctx_ = engine_->n_ctx();
+  n_threads_ = static_cast<int>(engine_->pool().size());
+  stats_.slots_total = opts_.n_slots;
+  thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() { stop(); }
+
+void Scheduler::submit(std::shared_ptr<Job> job) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (stopping_) throw ApiError(503, "unavailable_error", "the server is shutting down");
+    if (queue_.size() >= opts_.queue_max)
+      throw ApiError(503, "unavailable_error",
+                     fmt::format("the server is busy ({} requests waiting); retry later",
+                                 queue_.size()));
+    queue_.push_back(std::move(job));
+    stats_.queued = queue_.size();
+  }
+  cv_.notify_one();
+}
+
+void Scheduler::stop() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return stats_;
+}
+
+void Scheduler::fail_job(Job& job, int status, const char* type, const std::string& msg) {
+  Event e;
+  e.kind = Event::Kind::Error;
+  e.status = status;
+  e.error_type = type;
+  e.message = msg;
+  job.channel.push(std::move(e));
+}
+
+void Scheduler::release(Slot& s) {
+  engine_->seq_clear(s.seq);
+  s.job.reset();
+  s.gen.reset();
+  s.n_fed = 0;
+  s.next = -1;
+}
+
+void Scheduler::loop() {
+  std::vector<Slot> slots(static_cast<size_t>(opts_.n_slots));
+  for (size_t i = 0; i < slots.size(); ++i) slots[i].seq = static_cast<int32_t>(i);
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      auto busy = [&] {
+        return std::any_of(slots.begin(), slots.end(), [](const Slot& s) { return s.job != nullptr; });
+      };
+      cv_.wait(lk, [&] { return stopping_ || !queue_.empty() || busy(); });
+      if (stopping_) break;
+      Clock::time_point now = Clock::now();
+      // Expired or abandoned jobs leave the queue without taking a slot.
+      for (auto it = queue_.begin(); it != queue_.end();) {
+        Job& j = **it;
+        if (j.cancelled.load()) {
+          ++stats_.requests_cancelled;
+          it = queue_.erase(it);
+        } else if (now > j.deadline) {
+          fail_job(j, 408, "timeout_error", "the request timed out waiting for a free slot");
+          ++stats_.requests_failed;
+          it = queue_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      for (Slot& s : slots) {
+        if (s.job || queue_.empty()) continue;
+        s.job = std::move(queue_.front());
+        queue_.pop_front();
+        s.t_start = now;
+        s.n_fed = 0;
+        s.next = -1;
+      }
+      stats_.queued = queue_.size();
+      stats_.slots_busy = static_cast<int>(
+          std::count_if(slots.begin(), slots.end(), [](const Slot& s) { return s.job != nullptr; }));
+    }
+    step(slots);
+  }
+  // Shutting down: nobody waits for an answer that will not come.
+  std::lock_guard<std::mutex> lk(mu_);
+  for (Slot& s : slots)
+    if (s.job) {
+      fail_job(*s.job, 503, "unavailable_error", "the server is shutting down");
+      release(s);
+    }
+  for (auto& j : queue_) fail_job(*j, 503, "unavailable_error", "the server is shutting down");
+  queue_.clear();
+  stats_.queued = 0;
+  stats_.slots_busy = 0;
+}
+
+void Scheduler::step(std::vector<Slot>& slots) {
+  Clock::time_point now = Clock::now();
+  uint64_t n_cancel = 0, n_fail = 0, n_done = 0;
+  for (Slot& s : slots) {
+    if (!s.job) continue;
+    if (s.job->cancelled.load()) {
+      ++n_cancel;
+      release(s);
+    } else if (now > s.job->deadline) {
+      fail_job(*s.job, 408, "timeout_error", "the request exceeded the server's time limit (--timeout)");
+      ++n_fail;
+      release(s);
+    }
+  }
+
+  // One batch: every generating slot's next token, then prompt chunks within n_batch.
+  std::vector<runtime::BatchToken> batch;
+  std::vector<Slot*> with_logits;
+  int64_t prompt_budget = opts_.n_batch;
+  int64_t n_prompt_tokens = 0, n_gen_tokens = 0;
+  for (Slot& s : slots) {
+    if (!s.generating()) continue;
+    batch.push_back({s.next, s.seq, -1, true});
+    with_logits.push_back(&s);
+    ++n_gen_tokens;
+  }
+  for (Slot& s : slots) {
+    if (!s.job || s.generating() || prompt_budget <= 0) continue;
+    const std::vector<int32_t>& p = s.job->prompt;
+    size_t take = std::min<size_t>(p.size() - s.n_fed, static_cast<size_t>(prompt_budget));
+    for (size_t i = 0; i < take; ++i) {
+      bool last = s.n_fed + i + 1 == p.size();
+      batch.push_back({p[s.n_fed + i], s.seq, -1, last});
+    }
+    s.n_fed += take;
+    prompt_budget -= static_cast<int64_t>(take);
+    n_prompt_tokens += static_cast<int64_t>(take);
+    if (s.n_fed == p.size()) with_logits.push_back(&s);
+  }
+  if (batch.empty()) {
+    std::lock_guard<std::mutex> lk(mu_);
+    stats_.requests_cancelled += n_cancel;
+    stats_.requests_failed += n_fail;
+    return;
+  }
+
+  Clock::time_point t0 = Clock::now();
+  std::vector<float> logits;
+  try {
+    logits = engine_->decode(batch);
+  } catch (const std::exception& e) {
+    log::error("decode failed: {}", e.what());
+    for (Slot& s : slots)
+      if (s.job) {
+        fail_job(*s.job, 500, "server_error", fmt::format("decode failed: {}", e.what()));
+        ++n_fail;
+        release(s);
+      }
+    std::lock_guard<std::mutex> lk(mu_);
+    stats_.requests_cancelled += n_cancel;
+    stats_.requests_failed += n_fail;
+    return;
+  }
+  Clock::time_point t1 = Clock::now();
+  double dt = std::chrono::duration<double>(t1 - t0).count();
+
+  // Logits rows come back in batch order: generating slots first, then finished prompts,
+  // which is the order of with_logits.
+  const size_t n_vocab = static_cast<size_t>(engine_->n_vocab());
+  int64_t n_accepted = 0;
+  for (size_t r = 0; r < with_logits.size(); ++r) {
+    Slot& s = *with_logits[r];
+    std::span<const float> row(logits.data() + r * n_vocab, n_vocab);
+    try {
+      if (!s.generating()) {
+        s.gen = std::make_unique<Generation>(*s.job, *tok_, roles_, s.job->params.max_tokens);
+        s.gen->prompt_done(std::chrono::duration<double, std::milli>(t1 - s.t_start).count());
+      }
+      int32_t t = s.gen->choose(row);
+      ++n_accepted;
+      bool room = engine_->seq_pos(s.seq) < n_ctx_;
+      if (s.gen->accept(t, room)) {
+        ++n_done;
+        release(s);
+      } else {
+        s.next = t;
+      }
+    } catch (const std::exception& e) {
+      log::error("generation failed: {}", e.what());
+      fail_job(*s.job, 500, "server_error", fmt::format("generation failed: {}", e.what()));
+      ++n_fail;
+      release(s);
+    }
+  }
+
+  std::lock_guard<std::mutex> lk(mu_);
+  stats_.requests_cancelled += n_cancel;
+  stats_.requests_failed += n_fail;
+  stats_.requests_finished += n_done;
+  stats_.n_decode_total += 1;
+  stats_.prompt_tokens_total += static_cast<uint64_t>(n_prompt_tokens);
+  stats_.predicted_tokens_total += static_cast<uint64_t>(n_accepted);
+  stats_.batch_tokens_max = std::max<uint64_t>(stats_.batch_tokens_max, batch.size());
+  // Split the step's time between prompt and generation by token share.
+  double total = static_cast<double>(n_prompt_tokens + n_gen_tokens);
+  stats_.prompt_seconds_total += dt * static_cast<double>(n_prompt_tokens) / total;
+  stats_.predicted_seconds_total += dt * static_cast<double>(n_gen_tokens) / total;
+  rate_window_.emplace_back(t1, n_accepted);
+  while (!rate_window_.empty() && t1 - rate_window_.front().first > std::chrono::seconds(10))
+    rate_window_.pop_front();
+  int64_t sum = 0;
+  for (auto& [t, n] : rate_window_) sum += n;
+  double span = std::chrono::duration<double>(t1 - rate_window_.front().first).count() + dt;
+  stats_.predicted_tokens_per_second = span > 0 ? static_cast<double>(sum) / span : 0;
+  stats_.slots_busy = static_cast<int>(
+      std::count_if(slots.begin(), slots.end(), [](const Slot& s) { return s.job != nullptr; }));
+}
+
+}  // namespace k3::server

@@ -1,0 +1,92 @@
+// server/scheduler: the one thread that owns the Engine and runs every request.
+// Contract: the scheduler has n_slots slots, slot i using engine sequence i. Jobs wait in a
+// bounded FIFO queue until a slot is free. Each step decodes ONE batch holding the next
+// token of every generating slot plus prompt chunks of admitted slots (at most n_batch prompt
+// tokens per step, so a long prompt does not stall the others), then samples for every slot
+// that got logits. Cancelled jobs (client gone) and jobs past their deadline leave at the
+// next step and their sequence is cleared for the next job. submit() never blocks: a full
+// queue or a stopped scheduler is an ApiError 503. stop() fails what is left with 503 and
+// joins the thread; the destructor stops.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "server/job.h"
+#include "server/vocab_roles.h"
+
+namespace k3::model {
+class Model;
+}
+namespace k3::runtime {
+class Engine;
+}
+namespace k3::text {
+class Tokenizer;
+}
+
+namespace k3::server {
+
+struct SchedulerOptions {
+  int n_slots = 1;
+  int n_threads = 0;          // engine threads; 0: the machine's default
+  int64_t n_ctx = 4096;       // per slot; 0: the model's
+  int64_t n_batch = 512;      // prompt tokens per step, all slots together
+  size_t queue_max = 64;      // waiting jobs beyond the slots
+};
+
+// Counters and gauges for /metrics (a consistent snapshot).
+struct SchedulerStats {
+  uint64_t requests_finished = 0, requests_failed = 0, requests_cancelled = 0;
+  uint64_t prompt_tokens_total = 0, predicted_tokens_total = 0, n_decode_total = 0;
+  double prompt_seconds_total = 0, predicted_seconds_total = 0;
+  uint64_t batch_tokens_max = 0;
+  double predicted_tokens_per_second = 0;  // over the last 10 s of generation
+  size_t queued = 0;
+  int slots_busy = 0, slots_total = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(std::shared_ptr<const model::Model> model,
+            std::shared_ptr<const text::Tokenizer> tok, const SchedulerOptions& opts);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  void submit(std::shared_ptr<Job> job);
+  void stop();
+  SchedulerStats stats() const;
+  int64_t n_ctx() const { return n_ctx_; }
+  int n_slots() const { return opts_.n_slots; }
+  int n_threads() const { return n_threads_; }
+
+ private:
+  struct Slot;
+  void loop();
+  void step(std::vector<Slot>& slots);
+  void release(Slot& s);
+  void fail_job(Job& job, int status, const char* type, const std::string& msg);
+
+  SchedulerOptions opts_;
+  std::shared_ptr<const text::Tokenizer> tok_;
+  VocabRoles roles_;
+  std::unique_ptr<runtime::Engine> engine_;
+  int64_t n_ctx_ = 0;
+  int n_threads_ = 0;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  bool stopping_ = false;
+  SchedulerStats stats_;
+  std::deque<std::pair<Clock::time_point, int64_t>> rate_window_;
+  std::thread thread_;
+};
+
+}  // namespace k3::server

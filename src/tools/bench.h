@@ -1,0 +1,89 @@
+// tools/bench: llama-bench-style throughput of a K3 model — prompt processing (pp: n_prompt
+// tokens in one decode call, split into n_ubatch micro-batches) and token generation (tg:
+// n_gen single-token decode calls from an empty sequence) — together with the weight bytes
+// each test streams, so the speed can be read against the machine's memory bandwidth.
+//
+// Contract:
+// * Each test runs once untimed (warm-up), then `reps` timed repetitions, each on a freshly
+//   cleared sequence, with pseudo-random token ids (fixed seed). Throughput is reported per
+//   repetition; mean and sample standard deviation are over the repetitions.
+// * Weight bytes are counted, not estimated: the model's expert source is wrapped so every
+//   expert slice acquired by the forward pass adds its gate+up+down bytes (the MoE code
+//   acquires each distinct active expert once per micro-batch), and every forward pass adds
+//   the trunk (all non-expert tensors incl. output head and shared experts, except the
+//   embedding table) plus one embedding row per token.
+// * bench_json() is the stable machine format documented in docs/bench.md (schema_version).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tools/membw.h"
+
+namespace k3::gguf {
+class GgufFile;
+}
+
+namespace k3::tools {
+
+struct BenchOptions {
+  std::string model_path;
+  int64_t n_prompt = 512;   // 0: skip pp
+  int64_t n_gen = 128;      // 0: skip tg
+  int n_threads = 0;        // 0: ThreadPool::default_threads()
+  int64_t n_ubatch = 512;
+  int reps = 5;
+  bool remeasure_bw = false;
+  bool measure_bw = true;   // false: skip the roofline (fields report 0)
+  std::string bw_cache_path;  // "": default_membw_cache_path()
+  size_t bw_buffer_bytes = 0; // 0: membw default
+  uint64_t seed = 42;
+};
+
+// Static weight accounting from the GGUF tensor table.
+struct WeightBytes {
+  uint64_t total = 0;            // all tensor bytes
+  uint64_t trunk = 0;            // non-expert tensors except token_embd
+  uint64_t embd_row = 0;         // one row of token_embd
+  uint64_t experts_total = 0;    // all routed-expert tensors
+  uint64_t expert_per_token = 0; // Σ over MoE layers of n_expert_used × per-expert bytes
+  uint64_t per_token() const { return trunk + embd_row + expert_per_token; }
+};
+
+struct BenchTest {
+  std::string name;          // "pp512", "tg128"
+  int64_t n_prompt = 0, n_gen = 0;
+  std::vector<double> seconds;  // per repetition
+  std::vector<double> tps;      // tokens/s per repetition
+  double tps_mean = 0, tps_sd = 0;
+  double seconds_mean = 0;
+  uint64_t weight_bytes = 0;    // counted weight bytes of one repetition (mean over reps)
+  uint64_t expert_bytes = 0;    // of which routed experts
+  double bytes_per_token = 0;   // weight_bytes / tokens
+  double bytes_per_s = 0;       // weight_bytes / mean seconds
+  double bw_fraction = 0;       // bytes_per_s / machine bandwidth (0 when not measured)
+};
+
+struct BenchResult {
+  std::string model_path;
+  uint64_t file_size = 0;
+  uint64_t n_params = 0;
+  std::string types;            // "Q8_0 91, F32 69"
+  uint32_t n_layer = 0, n_expert = 0, n_expert_used = 0, n_vocab = 0;
+  WeightBytes wb;
+  int n_threads = 0;
+  int64_t n_ubatch = 0;
+  int reps = 0;
+  MemBw membw;                  // bytes_per_s == 0 when not measured
+  std::vector<BenchTest> tests;
+};
+
+BenchResult run_bench(const BenchOptions& opt);
+// Expert tensors are the blk.N.ffn_{gate,up,down}_exps ones (n_expert slices each).
+WeightBytes weight_bytes_of(const gguf::GgufFile& f, uint32_t n_expert, uint32_t n_expert_used);
+
+std::string bench_json(const BenchResult& r, int indent = 2);
+std::string bench_table(const BenchResult& r);
+
+}  // namespace k3::tools

@@ -1,0 +1,129 @@
+// End-to-end tests of the k3 binary (K3_BINARY): k3 synth → k3 info → k3 run, seeded
+// reproducibility, the embedded default model, token-id mode, and usage errors (exit 2).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int rc = -1;
+  std::string out, err;
+};
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           fmt_dir(::getpid(), ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  static std::string fmt_dir(int pid, const char* name) {
+    return std::string("k3-cli-test-") + std::to_string(pid) + "-" + name;
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // Runs `k3 ARGS` through the shell, capturing stdout, stderr and the exit code.
+  Result k3(const std::string& args) const {
+    std::string out = path("stdout.txt"), err = path("stderr.txt");
+    std::string cmd = std::string("'") + K3_BINARY + "' " + args + " >'" + out + "' 2>'" + err + "'";
+    int status = std::system(cmd.c_str());
+    Result r;
+    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+  static std::string slurp(const std::string& p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  }
+  fs::path dir_;
+};
+
+}  // namespace
+
+TEST_F(Cli, SynthInfoRunIsReproducible) {
+  const std::string model = path("tiny.gguf");
+  Result s = k3("synth --preset tiny -o '" + model + "'");
+  ASSERT_EQ(s.rc, 0) << s.err;
+  ASSERT_TRUE(fs::exists(model));
+  EXPECT_NE(s.out.find("tensors"), std::string::npos);
+
+  Result info = k3("info '" + model + "'");
+  ASSERT_EQ(info.rc, 0) << info.err;
+  EXPECT_NE(info.out.find("kimi-k3"), std::string::npos) << info.out;
+
+  const std::string run = "run -m '" + model + "' -p 'Hello' -n 8 --seed 1";
+  Result a = k3(run), b = k3(run);
+  ASSERT_EQ(a.rc, 0) << a.err;
+  ASSERT_EQ(b.rc, 0) << b.err;
+  EXPECT_FALSE(a.out.empty());
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.err.find("tok/s"), std::string::npos) << a.err;
+  EXPECT_NE(a.err.find("generation: 8 tokens"), std::string::npos) << a.err;
+}
+
+TEST_F(Cli, EmbeddedDefaultModelRuns) {
+  Result a = k3("run -n 6 --seed 7 --ignore-eos"), b = k3("run -n 6 --seed 7 --ignore-eos");
+  ASSERT_EQ(a.rc, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.err.find("embedded"), std::string::npos) << a.err;
+  EXPECT_NE(a.err.find("generation: 6 tokens"), std::string::npos) << a.err;
+}
+
+TEST_F(Cli, ModelWithoutVocabularyTakesTokenIds) {
+  const std::string model = path("novocab.gguf");
+  ASSERT_EQ(k3("synth -q --vocab 100 -o '" + model + "'").rc, 0);
+  Result bad = k3("run -m '" + model + "' -p 'text' -n 2");
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.err.find("--tokens"), std::string::npos) << bad.err;
+  Result ok = k3("run -m '" + model + "' --tokens 1,2,3 -n 4 --seed 2 --temp 0");
+  ASSERT_EQ(ok.rc, 0) << ok.err;
+  // Four ids, each in 0..99, separated by spaces.
+  std::istringstream is(ok.out);
+  int id, n = 0;
+  while (is >> id) {
+    EXPECT_GE(id, 0);
+    EXPECT_LT(id, 100);
+    ++n;
+  }
+  EXPECT_EQ(n, 4) << ok.out;
+}
+
+TEST_F(Cli, BadFlagsExitWithTwoAndAMessage) {
+  const char* cases[] = {
+      "run --no-such-flag",
+      "run --top-p 0",
+      "run --cache-type q4",
+      "run -n notanumber",
+      "synth",                                          // no -o
+      "synth -o x.gguf --preset huge",                  // unknown preset
+      "synth -o x.gguf --n-expert-used 99",             // more than n_expert
+      "synth -o x.gguf --type-rule 'ffn=NOPE'",         // unknown type
+      "synth -o x.gguf --sparse --no-sparse",
+  };
+  for (const char* c : cases) {
+    Result r = k3(std::string(c));
+    EXPECT_EQ(r.rc, 2) << c << "\n" << r.err;
+    EXPECT_FALSE(r.err.empty()) << c;
+    EXPECT_FALSE(fs::exists("x.gguf"));
+  }
+}
+
+TEST_F(Cli, MissingModelFileIsAnErrorNamingIt) {
+  Result r = k3("run -m '" + path("absent.gguf") + "' -n 1");
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("absent.gguf"), std::string::npos) << r.err;
+}
