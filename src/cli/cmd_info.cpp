@@ -57,10 +57,14 @@ void print_human(const gguf::GgufFile& f, const gguf::Census& c, bool list_kv, b
     row("tokenizer", fmt::format("{}{}", c.tokenizer_model.empty() ? "?" : c.tokenizer_model,
                                  c.vocab_size >= 0 ? fmt::format(", {} tokens", with_commas(c.vocab_size)) : ""));
   row("metadata", fmt::format("{} keys", c.kv_count));
-  row("tensors", with_commas(c.tensor_count));
-  row("params", fmt::format("{} ({})", with_commas(c.params), short_count(c.params)));
-  row("tensor data", fmt::format("{} bytes ({})", with_commas(c.tensor_bytes), short_bytes(c.tensor_bytes)));
-  row("bpw", fmt::format("{:.4f} (tensor data), {:.4f} (whole file)", c.bpw, c.bpw_file));
+  if (c.tensor_count == 0) {
+    row("tensors", "0 (metadata-only file, e.g. a vocabulary)");
+  } else {
+    row("tensors", with_commas(c.tensor_count));
+    row("params", fmt::format("{} ({})", with_commas(c.params), short_count(c.params)));
+    row("tensor data", fmt::format("{} bytes ({})", with_commas(c.tensor_bytes), short_bytes(c.tensor_bytes)));
+    row("bpw", fmt::format("{:.4f} (tensor data), {:.4f} (whole file)", c.bpw, c.bpw_file));
+  }
 
   if (!c.hparams.empty()) {
     fmt::print("\nhyperparameters ({}.*)\n", c.architecture);
@@ -101,8 +105,9 @@ void print_human(const gguf::GgufFile& f, const gguf::Census& c, bool list_kv, b
                  with_commas(g.tensors * g.params_per_slot * g.slots));
   }
 
-  fmt::print("\n  {:<8} {:>8} {:>18} {:>18} {:>7} {:>7}\n", "type", "tensors", "params", "bytes", "bytes%",
-             "bpw");
+  if (!c.types.empty())
+    fmt::print("\n  {:<8} {:>8} {:>18} {:>18} {:>7} {:>7}\n", "type", "tensors", "params", "bytes", "bytes%",
+               "bpw");
   for (const gguf::TypeCensus& t : c.types)
     fmt::print("  {:<8} {:>8} {:>18} {:>18} {:>6.1f}% {:>7.4f}\n", quant::type_name(t.type), t.tensors,
                with_commas(t.params), with_commas(t.bytes), pct(t.bytes, c.tensor_bytes),

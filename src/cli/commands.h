@@ -24,8 +24,12 @@ int cmd_synth(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_chat_render(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_serve(int argc, char** argv);
+int cmd_perplexity(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 int cmd_split(int argc, char** argv);
 int cmd_merge(int argc, char** argv);
+int cmd_convert(int argc, char** argv);
+int cmd_imatrix(int argc, char** argv);
 
 }  // namespace k3::cli

@@ -21,9 +21,13 @@ const Command* commands() {
       {"tokenize", "show how text tokenizes with a model's vocabulary", cmd_tokenize},
       {"chat-render", "print the exact prompt a conversation renders to", cmd_chat_render},
       {"bench", "measure prompt and generation throughput against the memory roofline", cmd_bench},
+      {"serve", "OpenAI-compatible chat server (chat, completions, tool calls, SSE)", cmd_serve},
+      {"perplexity", "perplexity of a text, and KL divergence against a base model", cmd_perplexity},
       {"quantize", "quantize a GGUF model with llama-quantize's per-tensor rules", cmd_quantize},
       {"split", "split a GGUF model into shards (gguf-split layout)", cmd_split},
       {"merge", "merge a split GGUF model into one file", cmd_merge},
+      {"convert", "convert a Kimi-K3 Hugging Face checkpoint (safetensors) to GGUF", cmd_convert},
+      {"imatrix", "collect an importance matrix (llama.cpp GGUF format) and expert coverage", cmd_imatrix},
       {nullptr, nullptr, nullptr},
   };
   return table;

@@ -32,7 +32,7 @@ int64_t forward(const Model& model, const ForwardInput& in, float* logits, Threa
       groups[it->second].idx.push_back(t);
     }
   }
-  BatchCtx ctx{model, n, groups, pool, dbg, ops::Matmul{pool, dbg.reference_matmul}};
+  BatchCtx ctx{model, n, groups, pool, dbg, ops::Matmul{pool, dbg.reference_matmul, dbg.observer}};
 
   const size_t NE = static_cast<size_t>(n * E);
   std::vector<float> h(NE), x(NE), xn(NE), sub(NE);
@@ -77,14 +77,19 @@ int64_t forward(const Model& model, const ForwardInput& in, float* logits, Threa
   for (int64_t t = 0; t < n; ++t)
     if (in.want_logits[t]) rows.push_back(t);
   if (rows.empty()) return 0;
-  if (bs > 0 && !dbg.skip_final_res_mix)
-    res_mix(bank_ptrs, h.data(), W.output_res_score.data(), n, E, hp.rms_eps, x.data());
-  else
-    x = h;
   const int64_t m = static_cast<int64_t>(rows.size());
-  for (int64_t i = 0; i < m; ++i)
-    ops::rmsnorm_rows(x.data() + rows[i] * E, xn.data() + i * E, 1, E, W.output_norm.data(),
-                      hp.rms_eps, E, E);
+  std::vector<const float*> row_bank(bank_ptrs.size());
+  for (int64_t i = 0; i < m; ++i) {
+    const int64_t t = rows[i];
+    float* xi = x.data() + i * E;
+    if (bs > 0 && !dbg.skip_final_res_mix) {
+      for (size_t j = 0; j < bank_ptrs.size(); ++j) row_bank[j] = bank_ptrs[j] + t * E;
+      res_mix(row_bank, h.data() + t * E, W.output_res_score.data(), 1, E, hp.rms_eps, xi);
+    } else {
+      std::copy(h.data() + t * E, h.data() + (t + 1) * E, xi);
+    }
+  }
+  ops::rmsnorm_rows(x.data(), xn.data(), m, E, W.output_norm.data(), hp.rms_eps, E, E);
   ctx.mm(W.output, xn.data(), m, logits);
   return m;
 }

@@ -20,6 +20,7 @@ namespace k3::model {
 
 class Model;
 class SequenceState;
+struct ForwardObserver;
 
 // Test-only knobs, all false in production. The first group makes the model deliberately
 // wrong (to show the golden checks can fail); reference_matmul swaps the fast kernels for
@@ -31,6 +32,7 @@ struct ForwardDebug {
   bool kda_decay_on_value_axis = false;         // trap T4/T9 (recurrent form only)
   bool force_recurrent_kda = false;             // never use the chunked form
   bool reference_matmul = false;                // kernels::matmul_reference everywhere
+  ForwardObserver* observer = nullptr;          // activation hook for tools (model/observer.h)
 };
 
 struct ForwardInput {

@@ -106,8 +106,7 @@ void mla_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
       std::fill(acc.begin(), acc.end(), 0.0);
       for (int64_t s = 0; s < ns; ++s) {
         const float* row = cache_row(cache, ct, s, RW, buf.data());
-        const double p = score[s] / sum;
-        for (int64_t c = 0; c < C; ++c) acc[c] += p * row[c];
+        ops::axpy(score[s] / sum, row, acc.data(), C);
       }
       float* ob = obar.data() + (t * H + h) * C;
       for (int64_t c = 0; c < C; ++c) ob[c] = static_cast<float>(acc[c]);

@@ -11,6 +11,7 @@
 #include "model/hparams.h"
 #include "model/layers.h"
 #include "model/model.h"
+#include "model/observer.h"
 #include "model/ops.h"
 
 namespace k3::model {
@@ -74,6 +75,8 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
       for (int64_t j = 0; j < k; ++j) wsel[t * k + j] *= hp.expert_weights_scale;
   }
 
+  if (b.dbg.observer) b.dbg.observer->on_routing(il, n, k, sel.data(), wsel.data());
+
   // Routed input in the latent space.
   std::vector<float> r;
   const float* rin = xn;
@@ -110,6 +113,7 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
     ops::situ_rows(gbuf.data(), ubuf.data(), gbuf.data(), m * Fe, hp.situ_beta, hp.situ_linear_beta);
     b.mm(ew.down, gbuf.data(), m, ybuf.data());
     src.release(il, e);
+    if (b.dbg.observer) b.dbg.observer->on_expert_output(il, e, toks, ybuf.data(), L);
     for (int64_t i = 0; i < m; ++i) {
       double* a = acc.data() + toks[i].first * L;
       const double wt = toks[i].second;

@@ -1,9 +1,12 @@
 // model/ops: see ops.h.
 #include "model/ops.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 
 #include "core/thread_pool.h"
+#include "model/observer.h"
 
 namespace k3::model::ops {
 
@@ -29,14 +32,34 @@ void l2norm(float* x, int64_t n, float eps) {
   for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(x[i] * scale);
 }
 
+// Four double lanes, two independent accumulators: exact products of floats summed in
+// double, at close to the speed of a float loop.
 double dot(const float* a, const float* b, int64_t n) {
-  double s = 0.0;
-  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(a[i]) * b[i];
+  __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    s0 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(a + i)), _mm256_cvtps_pd(_mm_loadu_ps(b + i)), s0);
+    s1 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(a + i + 4)),
+                         _mm256_cvtps_pd(_mm_loadu_ps(b + i + 4)), s1);
+  }
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, _mm256_add_pd(s0, s1));
+  double s = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+  for (; i < n; ++i) s += static_cast<double>(a[i]) * b[i];
   return s;
+}
+
+void axpy(double alpha, const float* x, double* y, int64_t n) {
+  const __m256d va = _mm256_set1_pd(alpha);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    _mm256_storeu_pd(y + i, _mm256_fmadd_pd(va, _mm256_cvtps_pd(_mm_loadu_ps(x + i)), _mm256_loadu_pd(y + i)));
+  for (; i < n; ++i) y[i] += alpha * x[i];
 }
 
 void Matmul::operator()(const kernels::WeightView& w, const float* x, int64_t n_tok, float* y,
                         int64_t x_stride, int64_t y_stride) const {
+  if (observer) observer->on_matmul_input(w, x, n_tok, x_stride < 0 ? w.cols : x_stride);
   if (!reference) {
     kernels::matmul(w, x, n_tok, y, pool, x_stride, y_stride);
     return;

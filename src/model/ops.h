@@ -12,6 +12,10 @@ namespace k3 {
 class ThreadPool;
 }
 
+namespace k3::model {
+struct ForwardObserver;
+}
+
 namespace k3::model::ops {
 
 inline float sigmoid(double x) { return static_cast<float>(1.0 / (1.0 + std::exp(-x))); }
@@ -35,6 +39,8 @@ inline void rmsnorm(float* x, int64_t n, const float* w, float eps) {
 // x / max(‖x‖₂, eps), in place.
 void l2norm(float* x, int64_t n, float eps);
 double dot(const float* a, const float* b, int64_t n);
+// y += alpha·x (y in double).
+void axpy(double alpha, const float* x, double* y, int64_t n);
 
 // Every matmul of the model goes through this: kernels::matmul (the fast path, which may
 // round activations to 8 bits as ggml does) or, for numerics checks, the exact reference
@@ -42,6 +48,7 @@ double dot(const float* a, const float* b, int64_t n);
 struct Matmul {
   ThreadPool* pool = nullptr;
   bool reference = false;
+  ForwardObserver* observer = nullptr;  // sees every input first (model/observer.h)
   void operator()(const kernels::WeightView& w, const float* x, int64_t n_tok, float* y,
                   int64_t x_stride = -1, int64_t y_stride = -1) const;
 };

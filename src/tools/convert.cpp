@@ -81,7 +81,7 @@ class Planner {
 
   const StTensor* find(const std::string& full) const { return st_.find(full); }
 
-  const StTensor& need(const std::string& full, const std::vector<std::vector<int64_t>>& shapes) {
+  const StTensor& need_any(const std::string& full, const std::vector<std::vector<int64_t>>& shapes) {
     const StTensor* t = st_.find(full);
     if (!t) fail("missing tensor '{}' in the checkpoint", full);
     if (t->dtype != StDtype::F32 && t->dtype != StDtype::F16 && t->dtype != StDtype::BF16)
@@ -96,7 +96,7 @@ class Planner {
     return *t;
   }
   const StTensor& need(const std::string& full, std::vector<int64_t> shape) {
-    return need(full, std::vector<std::vector<int64_t>>{std::move(shape)});
+    return need_any(full, std::vector<std::vector<int64_t>>{std::move(shape)});
   }
 
   // The converter's dtype rule (§2): 1-D, norms, the router, conv weights and non-.weight
@@ -143,7 +143,7 @@ class Planner {
   void fused_score(const std::string& gname, const std::string& norm, const std::string& proj) {
     const int64_t E = c_.n_embd;
     const StTensor& n = need(norm, {E});
-    const StTensor& w = need(proj, std::vector<std::vector<int64_t>>{{1, E}, {E}});
+    const StTensor& w = need_any(proj, std::vector<std::vector<int64_t>>{{1, E}, {E}});
     Plan p;
     p.name = gname;
     p.ne = {E};
@@ -205,8 +205,8 @@ void Planner::kda_layer(uint32_t il) {
   const std::string b = fmt::format("blk.{}.", il);
   auto sa = [&](const char* n) { return layer(il, std::string("self_attn.") + n); };
   for (const char* x : {"q", "k", "v"}) {
-    const StTensor& t = need(sa((std::string(x) + "_conv1d.weight").c_str()),
-                             std::vector<std::vector<int64_t>>{{Di, 1, K}, {Di, K}});
+    const StTensor& t = need_any(sa((std::string(x) + "_conv1d.weight").c_str()),
+                                 std::vector<std::vector<int64_t>>{{Di, 1, K}, {Di, K}});
     plain_from(b + "ssm_conv1d_" + x + ".weight", t, {K, 1, Di, 1});  // taps stay fastest
   }
   plain(b + "attn_q.weight", sa("q_proj.weight"), {Di, E});
@@ -218,7 +218,7 @@ void Planner::kda_layer(uint32_t il) {
   {
     // A_log is stored with more entries than heads (128 for 96); the first H are the rates.
     const std::string full = sa("A_log");
-    const StTensor& a = need(full, std::vector<std::vector<int64_t>>{});
+    const StTensor& a = need_any(full, {});
     if (a.numel() < H) fail("tensor '{}': {} entries, fewer than the {} heads", full, a.numel(), H);
     Plan p;
     p.name = b + "ssm_a";
@@ -234,7 +234,7 @@ void Planner::kda_layer(uint32_t il) {
   }
   {
     const std::string full = sa("dt_bias");
-    const StTensor& t = need(full, std::vector<std::vector<int64_t>>{});
+    const StTensor& t = need_any(full, {});
     if (t.numel() != Di) fail("tensor '{}': {} entries, expected {} (heads × head_dim)", full, t.numel(), Di);
     plain_from(b + "ssm_dt.bias", t, {Di});
   }

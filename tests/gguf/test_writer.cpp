@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
@@ -110,14 +111,29 @@ TEST(GgufWriter, GoldenFilesRoundTripByteIdentical) {
   ScratchDir dir;
   for (const char* name : {"archtest-s1.gguf", "small-imatrix.gguf", "small-k3mix.gguf", "small-mxfp4.gguf",
                            "small-q2k.gguf", "small-q8_0.gguf", "tiny10-base.gguf", "tiny10-noqlora.gguf",
-                           "tiny10-softplus.gguf"}) {
+                           "tiny10-softplus.gguf", "../text/k3-synth-vocab.gguf"}) {
     std::string src = testing::golden(name);
     auto f = GgufFile::open(src);
-    std::string out = dir.file(name);
+    std::string out = dir.file("rt.gguf");
     write_gguf(out, f->kvs(), specs_of(*f));
     EXPECT_TRUE(testing::read_bytes(out) == testing::read_bytes(src)) << name;
     std::filesystem::remove(out);
   }
+}
+
+// Old gguf-py vocab files without tensors stop right after the metadata; the writer always
+// pads the metadata to the alignment (as ggml's writer does), so only that padding differs.
+TEST(GgufWriter, TensorlessFileWithoutTrailingPadding) {
+  ScratchDir dir;
+  std::string src = std::string(K3_TEST_DATA_DIR) + "/text/ggml-vocab-gpt-2.gguf";
+  auto f = GgufFile::open(src);
+  ASSERT_EQ(f->tensors().size(), 0u);
+  write_gguf(dir.file("v.gguf"), f->kvs(), {});
+  std::vector<uint8_t> a = testing::read_bytes(src), b = testing::read_bytes(dir.file("v.gguf"));
+  ASSERT_EQ(a.size(), 1766807u);
+  ASSERT_EQ(b.size(), 1766816u);  // next multiple of 32
+  EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin()));
+  EXPECT_TRUE(std::all_of(b.begin() + a.size(), b.end(), [](uint8_t x) { return x == 0; }));
 }
 
 TEST(GgufWriter, ShardByTensorCountThenReadAndMerge) {

@@ -58,8 +58,9 @@ int verify(const std::string& in_path, const std::string& out_path, const Quanti
                                   x.data() + r1 * ne0, ne0);
       const float* w = e ? e->values.data() + sl * ne0 : nullptr;
       k3::quant::quantize_rows(o.type, x.data(), want.data(), ne1, ne0, w);
-      ASSERT_EQ(std::memcmp(want.data(), o.data + static_cast<size_t>(sl) * want.size(), want.size()), 0)
-          << p.name << " slice " << sl << " (" << k3::quant::type_name(o.type) << ")";
+      const bool same = std::memcmp(want.data(), o.data + static_cast<size_t>(sl) * want.size(), want.size()) == 0;
+      EXPECT_TRUE(same) << p.name << " slice " << sl << " (" << k3::quant::type_name(o.type) << ")";
+      if (!same) break;
     }
   }
   return converted;
@@ -91,8 +92,12 @@ TEST(Quantize, F32GoldenModelsToEveryFileType) {
       const std::string out = dir.file(std::string(type) + ".gguf");
       QuantizeResult r = run(golden(model), out, type);
       int converted = verify(golden(model), out, r, nullptr);
-      if (std::string(type) != "COPY" && std::string(type) != "F32") EXPECT_GT(converted, 0);
-      if (std::string(type) != "COPY") EXPECT_EQ(file_type_of(out), parse_recipe(type).file_type);
+      if (std::string(type) != "COPY" && std::string(type) != "F32") {
+        EXPECT_GT(converted, 0);
+      }
+      if (std::string(type) != "COPY") {
+        EXPECT_EQ(file_type_of(out), parse_recipe(type).file_type);
+      }
     }
   }
 }
@@ -183,7 +188,8 @@ TEST(Quantize, ThreadCountDoesNotChangeTheBytes) {
 TEST(Quantize, RefusesImatrixTypesWithoutImatrix) {
   ScratchDir dir;
   QuantizeOptions o;
-  o.input = golden("tiny10-base.gguf");
+  o.input = golden("small-q8_0.gguf");  // 256-wide rows: no IQ4_NL shape fallback
+  o.allow_requantize = true;
   o.output = dir.file("x.gguf");
   o.type = "IQ2_XXS";
   try {

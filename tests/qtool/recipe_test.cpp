@@ -23,12 +23,6 @@ using k3::qtest::golden;
 
 namespace {
 
-std::vector<TensorDesc> descs_of(const k3::gguf::GgufFile& f) {
-  std::vector<TensorDesc> v;
-  for (const auto& t : f.tensors()) v.push_back({t.name, t.ne, t.type});
-  return v;
-}
-
 // Plans `in` with the given options and checks every tensor's type and the order against `ref`.
 void expect_same_types_and_order(const std::string& in, QuantizeOptions o, const std::string& ref,
                                  const Imatrix* im) {

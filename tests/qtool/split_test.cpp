@@ -33,8 +33,7 @@ TEST(Split, ByTensorCountThenMergeIsByteIdentical) {
       EXPECT_EQ(sh->get_int("split.count", -1), static_cast<int64_t>(shards));
       EXPECT_EQ(sh->get_int("split.tensors.count", -1), static_cast<int64_t>(n));
       EXPECT_EQ(sh->tensors().size(), std::min<size_t>(50, n - 50 * i));
-      if (i == 0) EXPECT_EQ(sh->kvs().size(), in->kvs().size() + 3);
-      else EXPECT_EQ(sh->kvs().size(), 3u);
+      EXPECT_EQ(sh->kvs().size(), i == 0 ? in->kvs().size() + 3 : 3u);
     }
     // The set opens as one model with the same tensors.
     auto set = k3::gguf::GgufFile::open(s.files[0]);

@@ -1,0 +1,156 @@
+// cli/cmd_serve: `k3 serve [-m MODEL] [--host H] [--port P] [flags]` — an OpenAI-compatible
+// chat server (server/server.h). Loads the model, refuses a chat template that is not K3's,
+// listens (loopback by default) and runs until SIGINT/SIGTERM, then stops gracefully:
+// no new requests, running ones get a 503 error, sockets close. See docs/serve.md.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <pthread.h>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/embedded_model.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "gguf/file.h"
+#include "model/model.h"
+#include "server/server.h"
+#include "text/chat_template.h"
+#include "text/json_py.h"
+#include "text/tokenizer.h"
+
+namespace k3::cli {
+
+namespace {
+
+// TEST ONLY: a JSON array of strings (one script per request, in turn) or plain text (one
+// script for every request).
+std::vector<std::string> read_scripts(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("--scripted-output: cannot read {}", path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  if (auto j = text::try_parse_json_exact(text); j && j->is_array()) {
+    std::vector<std::string> out;
+    for (const auto& e : *j) {
+      if (!e.is_string()) fail("--scripted-output {}: a JSON script file must be an array of strings", path);
+      out.push_back(e.get<std::string>());
+    }
+    if (out.empty()) fail("--scripted-output {}: no scripts", path);
+    return out;
+  }
+  return {text};
+}
+
+std::string file_stem(const std::string& path) {
+  std::string name = path.substr(path.find_last_of('/') + 1);
+  if (name.size() > 5 && name.ends_with(".gguf")) name.resize(name.size() - 5);
+  return name;
+}
+
+}  // namespace
+
+int cmd_serve(int argc, char** argv) {
+  CLI::App app{"OpenAI-compatible chat server (see docs/serve.md)", "k3 serve"};
+  std::string model_path, scripted_path;
+  server::ServerOptions o;
+  o.sched.n_ctx = 4096;
+  bool verbose = false;
+  app.add_option("-m,--model", model_path, "GGUF model (first shard); default: the embedded tiny model");
+  app.add_option("--host", o.host, "address to listen on (default 127.0.0.1: this machine only)");
+  app.add_option("--port", o.port, "TCP port (default 8080; 0: any free port, printed at start)");
+  app.add_option("-c,--ctx", o.sched.n_ctx, "context tokens per slot (default 4096; 0: the model's)");
+  app.add_option("-np,--parallel", o.sched.n_slots, "requests decoded together in one batch (default 1)");
+  app.add_option("-t,--threads", o.sched.n_threads, "engine threads (default: the machine's default)");
+  app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' (default: none; also K3_API_KEY)")
+      ->envname("K3_API_KEY");
+  app.add_option("--reasoning-budget", o.limits.reasoning_budget,
+                 "default think-token budget per request (default -1: unlimited)");
+  app.add_option("--reasoning-budget-message", o.limits.reasoning_budget_message,
+                 "text written into the reasoning before a forced close (default none)");
+  app.add_option("--timeout", o.timeout_s, "seconds a request may take, queueing included (default 600)");
+  app.add_option("--max-body", o.max_body, "largest request body in bytes (default 8388608)");
+  app.add_option("--queue", o.sched.queue_max, "requests that may wait for a slot (default 64)");
+  app.add_option("-b,--batch", o.sched.n_batch, "prompt tokens per decode step, all slots (default 512)");
+  app.add_option("--alias", o.model_alias, "model name in responses (default: the file name)");
+  app.add_option("--http-threads", o.http_threads, "HTTP worker threads (default: slots + queue, at most 32, + 4)");
+  app.add_option("--scripted-output", scripted_path,
+                 "TEST ONLY: generated tokens come from this file instead of the sampler (see docs)");
+  app.add_flag("-v,--verbose", verbose, "log every request");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  auto usage = [](const std::string& msg) {
+    fmt::print(stderr, "error: {}\n", msg);
+    return 2;
+  };
+  if (o.port < 0 || o.port > 65535) return usage("--port must be in 0…65535");
+  if (o.sched.n_slots < 1 || o.sched.n_slots > 256) return usage("--parallel must be in 1…256");
+  if (o.sched.n_threads < 0) return usage("--threads must be >= 0");
+  if (o.sched.n_ctx < 0) return usage("--ctx must be >= 0");
+  if (!(o.timeout_s > 0)) return usage("--timeout must be > 0");
+  if (o.max_body < 1024) return usage("--max-body must be at least 1024");
+  if (o.sched.n_batch < 1) return usage("--batch must be >= 1");
+  if (verbose) log::set_level(log::Level::debug);
+  if (!scripted_path.empty()) {
+    o.scripted_outputs = read_scripts(scripted_path);
+    log::warn("--scripted-output is a TEST mode: the model's answers come from {}", scripted_path);
+  }
+
+  std::shared_ptr<model::Model> model;
+  if (model_path.empty()) {
+    model = load_embedded_model();
+    if (o.model_alias.empty() || o.model_alias == "k3") o.model_alias = "k3-embedded-tiny";
+  } else {
+    model = model::Model::load(model_path);
+    if (o.model_alias.empty() || o.model_alias == "k3") o.model_alias = file_stem(model_path);
+  }
+  o.model_path = model_path;
+  const gguf::GgufFile& file = model->gguf();
+  if (!file.find("tokenizer.ggml.tokens") || file.get_string("tokenizer.ggml.model", "") == "no_vocab")
+    fail("{} has no vocabulary: k3 serve needs one", model_path.empty() ? "the embedded model" : model_path);
+  std::optional<std::string> tpl;
+  if (const gguf::Value* v = file.find("tokenizer.chat_template")) tpl = v->as_string();
+  text::TemplateCheck tc = text::check_chat_template(tpl);
+  if (tc.kind == text::TemplateKind::Unsupported) fail("{}", tc.message);
+  if (tc.kind != text::TemplateKind::K3Exact) log::info("{}", tc.message);
+  auto tok = text::Tokenizer::from_gguf(file);
+
+  // Signals are taken by one thread with sigwait, so no handler runs inside library code.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+  server::Server srv(model, tok, o);
+  int port = srv.bind();
+  fmt::print(stderr, "k3 serve: {} on http://{}:{} | {} slots × {} tokens | timeout {} s{}\n",
+             o.model_alias, o.host, port, o.sched.n_slots, o.sched.n_ctx, o.timeout_s,
+             o.api_key.empty() ? "" : " | API key required");
+  std::fflush(stderr);
+  std::thread sig_thread([&] {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    log::info("k3 serve: signal {}, shutting down", sig);
+    srv.stop();
+  });
+  srv.run();
+  srv.stop();
+  pthread_kill(sig_thread.native_handle(), SIGTERM);  // wakes the waiter if run() ended on its own
+  sig_thread.join();
+  fmt::print(stderr, "k3 serve: stopped\n");
+  return 0;
+}
+
+}  // namespace k3::cli

@@ -1,0 +1,421 @@
+// server/server: see server.h. HTTP plumbing only: requests are parsed in request_parse,
+// run by the scheduler, and answered with the builders in responses.
+#include "server/server.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <ctime>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "model/model.h"
+#include "server/api_error.h"
+#include "server/responses.h"
+#include "text/output_parser_utf8.h"
+#include "text/tokenizer.h"
+
+namespace k3::server {
+
+using text::Json;
+
+namespace {
+
+const char* kJson = "application/json; charset=utf-8";
+
+void send_error(httplib::Response& res, int status, const std::string& type, const std::string& msg,
+                const std::string& param = {}) {
+  res.status = status;
+  res.set_content(error_body(status, type, msg, param), kJson);
+}
+
+void send_json(httplib::Response& res, const Json& j) {
+  res.status = 200;
+  res.set_content(dump(j), kJson);
+}
+
+bool constant_time_equal(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
+  return diff == 0 && !b.empty();
+}
+
+// The state of one SSE response, shared between the content provider calls.
+struct Stream {
+  std::shared_ptr<Job> job;
+  ResponseMeta meta;
+  bool chat = true;
+  bool include_usage = false;
+  bool finished = false;
+  bool sent_head = false;
+  Clock::time_point last_write = Clock::now();
+};
+
+}  // namespace
+
+struct Server::Impl {
+  ServerOptions opts;
+  std::shared_ptr<const model::Model> model;
+  std::shared_ptr<const text::Tokenizer> tok;
+  std::unique_ptr<Scheduler> sched;
+  httplib::Server http;
+  std::vector<std::vector<int32_t>> scripts;
+  std::atomic<uint64_t> script_next{0};
+  std::atomic<bool> stopped{false};
+  int64_t started = 0;
+  std::mutex count_mu;
+  std::map<std::pair<std::string, int>, uint64_t> counts;  // (path, status) -> requests
+
+  void routes();
+  void run_job(BuiltRequest b, bool chat, httplib::Response& res);
+  void stream(std::shared_ptr<Stream> st, httplib::Response& res);
+  std::string metrics_text();
+  Json models_json();
+};
+
+Server::Server(std::shared_ptr<const model::Model> model, std::shared_ptr<const text::Tokenizer> tok,
+               ServerOptions opts)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  s.opts = std::move(opts);
+  s.model = std::move(model);
+  s.tok = std::move(tok);
+  if (!s.tok) fail("the model has no vocabulary: k3 serve needs one to render chats");
+  s.sched = std::make_unique<Scheduler>(s.model, s.tok, s.opts.sched);
+  s.opts.limits.n_ctx = s.sched->n_ctx();
+  for (const std::string& text : s.opts.scripted_outputs) s.scripts.push_back(s.tok->encode(text, true, false));
+  s.started = static_cast<int64_t>(std::time(nullptr));
+  s.routes();
+}
+
+Server::~Server() { stop(); }
+
+int Server::bind() {
+  Impl& s = *impl_;
+  int port = s.opts.port;
+  if (port == 0) {
+    port = s.http.bind_to_any_port(s.opts.host);
+    if (port < 0) fail("cannot listen on {} (any port)", s.opts.host);
+  } else if (!s.http.bind_to_port(s.opts.host, port)) {
+    fail("cannot listen on {}:{} (in use, or not an address of this machine?)", s.opts.host, port);
+  }
+  return port;
+}
+
+void Server::run() { impl_->http.listen_after_bind(); }
+
+void Server::stop() {
+  Impl& s = *impl_;
+  if (s.stopped.exchange(true)) return;
+  s.sched->stop();
+  s.http.stop();
+}
+
+void Server::Impl::run_job(BuiltRequest b, bool chat, httplib::Response& res) {
+  std::shared_ptr<Job> job = b.job;
+  job->deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(opts.timeout_s * 1000));
+  if (!scripts.empty()) {
+    job->scripted = true;
+    job->script = scripts[script_next.fetch_add(1) % scripts.size()];
+  }
+  if (chat) job->parser.call_id_prefix = random_id("call_", 12) + "_";
+  sched->submit(job);  // ApiError 503 when busy
+
+  ResponseMeta meta{random_id(chat ? "chatcmpl-" : "cmpl-", 24), static_cast<int64_t>(std::time(nullptr)),
+                    opts.model_alias};
+  // The first event decides between an HTTP error and a response (spec §4.4).
+  Event ev;
+  while (!job->channel.pop(ev, std::chrono::milliseconds(200))) {
+  }
+  if (ev.kind == Event::Kind::Error) return send_error(res, ev.status, ev.error_type, ev.message);
+
+  if (b.stream) {
+    auto st = std::make_shared<Stream>();
+    st->job = job;
+    st->meta = meta;
+    st->chat = chat;
+    st->include_usage = b.include_usage;
+    return stream(st, res);
+  }
+  ChatFold fold;
+  std::string text;
+  for (;;) {
+    while (!job->channel.pop(ev, std::chrono::milliseconds(200))) {
+    }
+    switch (ev.kind) {
+      case Event::Kind::Started:
+        break;
+      case Event::Kind::Delta:
+        if (chat) fold.add(ev.delta);
+        else text += ev.text;
+        break;
+      case Event::Kind::Error:
+        return send_error(res, ev.status, ev.error_type, ev.message);
+      case Event::Kind::Done:
+        if (chat) return send_json(res, chat_response(meta, fold, ev.finish_reason, ev.usage));
+        return send_json(res, completion_response(meta, text, ev.finish_reason, ev.usage));
+    }
+  }
+}
+
+void Server::Impl::stream(std::shared_ptr<Stream> st, httplib::Response& res) {
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  auto provider = [st](size_t, httplib::DataSink& sink) -> bool {
+    auto write = [&](const std::string& s) {
+      if (!sink.write(s.data(), s.size())) {
+        st->job->cancelled = true;  // the client went away
+        return false;
+      }
+      st->last_write = Clock::now();
+      return true;
+    };
+    if (st->finished) {
+      sink.done();
+      return true;
+    }
+    if (!st->sent_head) {
+      st->sent_head = true;
+      if (st->chat && !write(sse(chat_chunk(st->meta, Json{{"role", "assistant"}, {"content", nullptr}}, ""))))
+        return false;
+    }
+    Event ev;
+    if (!st->job->channel.pop(ev, std::chrono::milliseconds(250))) {
+      // A comment line keeps proxies patient and finds a vanished client early.
+      if (Clock::now() - st->last_write > std::chrono::seconds(5)) return write(":\n\n");
+      return true;
+    }
+    do {
+      switch (ev.kind) {
+        case Event::Kind::Started:
+          break;
+        case Event::Kind::Delta:
+          if (st->chat) {
+            for (const Json& c : chat_delta_chunks(st->meta, ev.delta))
+              if (!write(sse(c))) return false;
+          } else if (!write(sse(completion_chunk(st->meta, ev.text, "")))) {
+            return false;
+          }
+          break;
+        case Event::Kind::Error: {
+          st->finished = true;
+          Json err = parse_body(error_body(ev.status, ev.error_type, ev.message));
+          if (!write(sse(err))) return false;
+          sink.done();
+          return true;
+        }
+        case Event::Kind::Done: {
+          st->finished = true;
+          Json last = st->chat ? chat_chunk(st->meta, Json::object(), ev.finish_reason)
+                               : completion_chunk(st->meta, "", ev.finish_reason);
+          last["timings"] = timings_json(ev.usage);
+          std::string out = sse(last);
+          if (st->include_usage)
+            out += sse(usage_chunk(st->meta, st->chat ? "chat.completion.chunk" : "text_completion", ev.usage));
+          out += "data: [DONE]\n\n";
+          if (!write(out)) return false;
+          sink.done();
+          return true;
+        }
+      }
+    } while (st->job->channel.pop(ev, std::chrono::milliseconds(0)));
+    return true;
+  };
+  auto releaser = [st](bool) {
+    if (!st->finished) st->job->cancelled = true;
+  };
+  res.set_chunked_content_provider("text/event-stream", provider, releaser);
+}
+
+Json Server::Impl::models_json() {
+  const model::HParams& hp = model->hparams();
+  Json meta;
+  meta["vocab_type"] = 2;  // BPE, as llama-server numbers it
+  meta["n_vocab"] = tok->n_vocab();
+  meta["n_ctx"] = sched->n_ctx();
+  meta["n_ctx_train"] = hp.n_ctx_train;
+  meta["n_embd"] = hp.n_embd;
+  Json m;
+  m["id"] = opts.model_alias;
+  m["object"] = "model";
+  m["created"] = started;
+  m["owned_by"] = "k3cpp";
+  m["meta"] = std::move(meta);
+  Json j;
+  j["object"] = "list";
+  j["data"] = Json::array({m});
+  return j;
+}
+
+std::string Server::Impl::metrics_text() {
+  SchedulerStats s = sched->stats();
+  std::string out;
+  auto metric = [&](const char* name, const char* type, const char* help, double v) {
+    out += fmt::format("# HELP k3_{} {}\n# TYPE k3_{} {}\nk3_{} {}\n", name, help, name, type, name, v);
+  };
+  metric("prompt_tokens_total", "counter", "Prompt tokens decoded.", static_cast<double>(s.prompt_tokens_total));
+  metric("prompt_seconds_total", "counter", "Decode time spent on prompt tokens.", s.prompt_seconds_total);
+  metric("tokens_predicted_total", "counter", "Tokens generated.", static_cast<double>(s.predicted_tokens_total));
+  metric("tokens_predicted_seconds_total", "counter", "Decode time spent on generated tokens.", s.predicted_seconds_total);
+  metric("n_decode_total", "counter", "Batched decode steps.", static_cast<double>(s.n_decode_total));
+  metric("n_tokens_max", "gauge", "Largest batch decoded, in tokens.", static_cast<double>(s.batch_tokens_max));
+  metric("predicted_tokens_seconds", "gauge", "Generated tokens per second over the last 10 s.", s.predicted_tokens_per_second);
+  metric("requests_processing", "gauge", "Requests holding a slot.", s.slots_busy);
+  metric("requests_deferred", "gauge", "Requests waiting for a slot.", static_cast<double>(s.queued));
+  metric("slots_total", "gauge", "Parallel slots (--parallel).", s.slots_total);
+  metric("requests_finished_total", "counter", "Generations that ran to completion.", static_cast<double>(s.requests_finished));
+  metric("requests_failed_total", "counter", "Generations ended by an error or a timeout.", static_cast<double>(s.requests_failed));
+  metric("requests_cancelled_total", "counter", "Generations abandoned by their client.", static_cast<double>(s.requests_cancelled));
+  out += "# HELP k3_http_requests_total HTTP requests answered, by path and status.\n"
+         "# TYPE k3_http_requests_total counter\n";
+  std::lock_guard<std::mutex> lk(count_mu);
+  for (const auto& [key, n] : counts)
+    out += fmt::format("k3_http_requests_total{{path=\"{}\",status=\"{}\"}} {}\n", key.first, key.second, n);
+  return out;
+}
+
+void Server::Impl::routes() {
+  httplib::Server& h = http;
+  h.set_payload_max_length(opts.max_body);
+  size_t n_threads = opts.http_threads > 0
+                         ? static_cast<size_t>(opts.http_threads)
+                         : static_cast<size_t>(opts.sched.n_slots) + std::min<size_t>(opts.sched.queue_max, 32) + 4;
+  h.new_task_queue = [n_threads] { return new httplib::ThreadPool(n_threads); };
+
+  static const std::set<std::string> kPublic = {"/health", "/v1/health", "/v1/models", "/models"};
+  h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (opts.api_key.empty() || kPublic.count(req.path)) return httplib::Server::HandlerResponse::Unhandled;
+    std::string auth = req.get_header_value("Authorization");
+    std::string key = auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : std::string();
+    if (constant_time_equal(key, opts.api_key)) return httplib::Server::HandlerResponse::Unhandled;
+    send_error(res, 401, "authentication_error", "Invalid API Key");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  h.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404) send_error(res, 404, "not_found_error", fmt::format("no endpoint {} {}", req.method, req.path));
+    else if (res.status == 413)
+      send_error(res, 413, "invalid_request_error", fmt::format("the request body is larger than the server's limit of {} bytes (--max-body)", opts.max_body));
+    else if (res.status < 500)
+      send_error(res, res.status, "invalid_request_error", fmt::format("bad request (HTTP {})", res.status));
+    else
+      send_error(res, res.status, "server_error", fmt::format("server error (HTTP {})", res.status));
+  });
+  h.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      send_error(res, 500, "server_error", e.what());
+    } catch (...) {
+      send_error(res, 500, "server_error", "unknown error");
+    }
+  });
+  h.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    std::lock_guard<std::mutex> lk(count_mu);
+    ++counts[{req.path, res.status}];
+    log::debug("{} {} -> {}", req.method, req.path, res.status);
+  });
+
+  // Every handler maps client mistakes to 4xx and never lets an exception escape.
+  auto guarded = [](auto fn) {
+    return [fn](const httplib::Request& req, httplib::Response& res) {
+      try {
+        fn(req, res);
+      } catch (const ApiError& e) {
+        send_error(res, e.status(), e.type(), e.what(), e.param());
+      } catch (const k3::Error& e) {
+        send_error(res, 400, "invalid_request_error", e.what());
+      } catch (const nlohmann::json::exception& e) {
+        send_error(res, 400, "invalid_request_error", e.what());
+      } catch (const std::bad_alloc&) {
+        send_error(res, 503, "unavailable_error", "out of memory");
+      } catch (const std::exception& e) {
+        send_error(res, 500, "server_error", e.what());
+      }
+    };
+  };
+
+  auto chat = guarded([this](const httplib::Request& req, httplib::Response& res) {
+    Json body = parse_body(req.body);
+    run_job(build_chat_request(body, *tok, opts.limits), true, res);
+  });
+  auto completion = guarded([this](const httplib::Request& req, httplib::Response& res) {
+    Json body = parse_body(req.body);
+    run_job(build_completion_request(body, *tok, opts.limits), false, res);
+  });
+  h.Post("/v1/chat/completions", chat);
+  h.Post("/chat/completions", chat);
+  h.Post("/v1/completions", completion);
+  h.Post("/completions", completion);
+
+  auto health = [](const httplib::Request&, httplib::Response& res) { send_json(res, Json{{"status", "ok"}}); };
+  h.Get("/health", health);
+  h.Get("/v1/health", health);
+  auto models = [this](const httplib::Request&, httplib::Response& res) { send_json(res, models_json()); };
+  h.Get("/v1/models", models);
+  h.Get("/models", models);
+  h.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Process-Start-Time-Unix", std::to_string(started));
+    res.set_content(metrics_text(), "text/plain; version=0.0.4");
+  });
+  h.Get("/props", [this](const httplib::Request&, httplib::Response& res) {
+    Json j;
+    j["default_generation_settings"] = {{"n_ctx", sched->n_ctx()}};
+    j["total_slots"] = sched->n_slots();
+    j["model_alias"] = opts.model_alias;
+    j["model_path"] = opts.model_path;
+    j["modalities"] = {{"vision", false}, {"audio", false}};
+    j["build_info"] = "k3cpp 0.1.0";
+    send_json(res, j);
+  });
+
+  h.Post("/tokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
+    Json body = parse_body(req.body);
+    const Json& content = body.contains("content") ? body["content"] : Json();
+    if (!content.is_string()) bad_request("content", "'content' must be a string");
+    auto flag = [&](const char* name, bool def) {
+      if (!body.contains(name) || body[name].is_null()) return def;
+      if (!body[name].is_boolean()) bad_request(name, "'{}' must be a boolean", name);
+      return body[name].get<bool>();
+    };
+    bool add_special = flag("add_special", false), parse_special = flag("parse_special", true);
+    bool with_pieces = flag("with_pieces", false);
+    std::vector<int32_t> ids = tok->encode(content.get_ref<const std::string&>(), parse_special, add_special);
+    Json tokens = Json::array();
+    for (int32_t id : ids) {
+      if (!with_pieces) {
+        tokens.push_back(id);
+        continue;
+      }
+      const std::string& piece = tok->token_bytes(id);
+      Json p = Json::array();
+      if (text::utf8_sanitize(piece) == piece) p = piece;
+      else for (unsigned char c : piece) p.push_back(static_cast<int>(c));
+      tokens.push_back(Json{{"id", id}, {"piece", std::move(p)}});
+    }
+    send_json(res, Json{{"tokens", std::move(tokens)}});
+  }));
+  h.Post("/detokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
+    Json body = parse_body(req.body);
+    const Json& tokens = body.contains("tokens") ? body["tokens"] : Json();
+    if (!tokens.is_array()) bad_request("tokens", "'tokens' must be an array of token ids");
+    std::vector<int32_t> ids;
+    const int64_t n_vocab = static_cast<int64_t>(tok->n_vocab());
+    for (const Json& t : tokens) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= n_vocab)
+        bad_request("tokens", "token ids must be integers in 0…{}", n_vocab - 1);
+      ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
+    }
+    send_json(res, Json{{"content", tok->decode(ids, true)}});
+  }));
+  h.Post("/apply-template", guarded([this](const httplib::Request& req, httplib::Response& res) {
+    Json body = parse_body(req.body);
+    send_json(res, Json{{"prompt", render_chat_prompt(body, opts.limits)}});
+  }));
+}
+
+}  // namespace k3::server

@@ -1,0 +1,115 @@
+// tests/server: an in-process `k3 serve` on an ephemeral loopback port, over the golden
+// small-q8_0 model (272-token byte-level vocabulary with the XTML control tokens; no chat
+// template key, so the built-in K3 renderer applies).
+#pragma once
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "model/model.h"
+#include "server/server.h"
+#include "text/json_py.h"
+#include "text/tokenizer.h"
+
+namespace k3::server::test {
+
+using text::Json;
+
+inline std::string model_path() { return std::string(K3_TEST_DATA_DIR) + "/golden/small-q8_0.gguf"; }
+
+inline std::shared_ptr<model::Model> shared_model() {
+  static std::shared_ptr<model::Model> m = model::Model::load(model_path());
+  return m;
+}
+inline std::shared_ptr<const text::Tokenizer> shared_tokenizer() {
+  static std::shared_ptr<const text::Tokenizer> t = text::Tokenizer::from_gguf(shared_model()->gguf());
+  return t;
+}
+
+inline ServerOptions default_options() {
+  ServerOptions o;
+  o.host = "127.0.0.1";
+  o.port = 0;
+  o.sched.n_slots = 2;
+  o.sched.n_threads = 1;
+  o.sched.n_ctx = 1024;
+  o.timeout_s = 60;
+  o.model_alias = "small-q8_0";
+  return o;
+}
+
+class TestServer {
+ public:
+  explicit TestServer(ServerOptions o = default_options())
+      : server_(std::make_unique<Server>(shared_model(), shared_tokenizer(), std::move(o))) {
+    port_ = server_->bind();
+    thread_ = std::thread([this] { server_->run(); });
+  }
+  ~TestServer() {
+    server_->stop();
+    thread_.join();
+  }
+  int port() const { return port_; }
+  std::unique_ptr<httplib::Client> client() const {
+    auto c = std::make_unique<httplib::Client>("127.0.0.1", port_);
+    c->set_read_timeout(60, 0);
+    return c;
+  }
+  // POST a JSON body; returns status and parsed body (null when not JSON).
+  std::pair<int, Json> post(const std::string& path, const std::string& body) const {
+    auto res = client()->Post(path.c_str(), body, "application/json");
+    if (!res) return {0, Json()};
+    auto j = text::try_parse_json_exact(res->body);
+    return {res->status, j ? *j : Json(res->body)};
+  }
+  std::pair<int, Json> post(const std::string& path, const Json& body) const { return post(path, body.dump()); }
+  std::pair<int, std::string> post_raw(const std::string& path, const Json& body) const {
+    auto res = client()->Post(path.c_str(), body.dump(), "application/json");
+    if (!res) return {0, ""};
+    return {res->status, res->body};
+  }
+  Server& server() { return *server_; }
+
+ private:
+  std::unique_ptr<Server> server_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+// The data: payloads of an SSE body, in order ("[DONE]" included).
+inline std::vector<std::string> sse_events(const std::string& body) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    size_t end = body.find("\n\n", pos);
+    if (end == std::string::npos) end = body.size();
+    std::string ev = body.substr(pos, end - pos);
+    if (ev.rfind("data: ", 0) == 0) out.push_back(ev.substr(6));
+    pos = end + 2;
+  }
+  return out;
+}
+
+inline Json user_chat(const std::string& text) {
+  return Json{{"messages", Json::array({Json{{"role", "user"}, {"content", text}}})}};
+}
+
+// Asserts the OpenAI error shape and returns the error object.
+inline Json expect_error(const std::pair<int, Json>& r, int status, const std::string& type) {
+  EXPECT_EQ(r.first, status) << r.second.dump();
+  const Json& e = r.second.is_object() && r.second.contains("error") ? r.second["error"] : Json();
+  EXPECT_TRUE(e.is_object()) << r.second.dump();
+  if (!e.is_object()) return Json();
+  EXPECT_EQ(e["type"], type) << r.second.dump();
+  EXPECT_EQ(e["code"], status);
+  EXPECT_TRUE(e["message"].is_string());
+  EXPECT_TRUE(e.contains("param"));
+  return e;
+}
+
+}  // namespace k3::server::test

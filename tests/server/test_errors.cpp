@@ -1,0 +1,217 @@
+// tests/server/test_errors: hostile and mistaken requests get OpenAI-shaped 4xx errors, and
+// the server survives all of them (every test ends with a request that must still succeed).
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "server_test_util.h"
+
+namespace k3::server::test {
+namespace {
+
+void expect_alive(const TestServer& s) {
+  Json req = user_chat("still there?");
+  req["max_tokens"] = 2;
+  auto [st, j] = s.post("/v1/chat/completions", req);
+  EXPECT_EQ(st, 200) << j.dump();
+}
+
+TEST(ServerErrors, MalformedJson) {
+  TestServer s;
+  Json e = expect_error(s.post("/v1/chat/completions", std::string("{\"messages\": [")), 400, "invalid_request_error");
+  EXPECT_NE(e["message"].get<std::string>().find("invalid JSON"), std::string::npos);
+  expect_error(s.post("/v1/chat/completions", std::string("[1,2]")), 400, "invalid_request_error");
+  expect_error(s.post("/v1/chat/completions", std::string("")), 400, "invalid_request_error");
+  expect_alive(s);
+}
+
+TEST(ServerErrors, WrongTypesNameTheField) {
+  TestServer s;
+  auto check = [&](Json req, const std::string& param) {
+    Json e = expect_error(s.post("/v1/chat/completions", req), 400, "invalid_request_error");
+    EXPECT_EQ(e["param"], param) << req.dump();
+  };
+  check(Json{{"messages", "hi"}}, "messages");
+  check(Json::object(), "messages");
+  check(Json{{"messages", Json::array()}}, "messages");
+  check(Json{{"messages", Json::array({42})}}, "messages");
+  Json r = user_chat("hi");
+  r["temperature"] = "hot";
+  check(r, "temperature");
+  r = user_chat("hi");
+  r["temperature"] = -1;
+  check(r, "temperature");
+  r = user_chat("hi");
+  r["max_tokens"] = "ten";
+  check(r, "max_tokens");
+  r = user_chat("hi");
+  r["max_tokens"] = -5;
+  check(r, "max_tokens");
+  r = user_chat("hi");
+  r["n"] = 2;
+  check(r, "n");
+  r = user_chat("hi");
+  r["stop"] = Json::array({1, 2});
+  check(r, "stop");
+  r = user_chat("hi");
+  r["tools"] = "get_weather";
+  check(r, "tools");
+  r = user_chat("hi");
+  r["tool_choice"] = "sometimes";
+  check(r, "tool_choice");
+  r = user_chat("hi");
+  r["reasoning_effort"] = "extreme";
+  check(r, "messages");  // rejected by the template mapping, still a 400
+  r = user_chat("hi");
+  r["stream"] = "yes";
+  check(r, "stream");
+  // Nulls mean "default".
+  r = user_chat("hi");
+  r["temperature"] = nullptr;
+  r["max_tokens"] = 2;
+  EXPECT_EQ(s.post("/v1/chat/completions", r).first, 200);
+}
+
+TEST(ServerErrors, HugeMaxTokensIsCappedToTheContext) {
+  ServerOptions o = default_options();
+  o.scripted_outputs = {"x<|close|>think<|sep|><|open|>response<|sep|>ok<|close|>message<|sep|><|end_of_msg|>"};
+  TestServer s(o);
+  Json r = user_chat("hi");
+  r["max_tokens"] = 1000000000000LL;
+  auto [st, j] = s.post("/v1/chat/completions", r);
+  ASSERT_EQ(st, 200) << j.dump();
+  EXPECT_EQ(j["choices"][0]["message"]["content"], "ok");
+}
+
+TEST(ServerErrors, PromptLongerThanTheContext) {
+  TestServer s;  // 1024-token context, one token per byte in this vocabulary
+  Json e = expect_error(s.post("/v1/chat/completions", user_chat(std::string(3000, 'a'))), 400,
+                        "exceed_context_size_error");
+  EXPECT_NE(e["message"].get<std::string>().find("1024"), std::string::npos);
+  expect_alive(s);
+}
+
+TEST(ServerErrors, TenMegabyteBody) {
+  TestServer s;  // default --max-body is 8 MiB
+  std::string big = "{\"messages\":[{\"role\":\"user\",\"content\":\"" + std::string(10u << 20, 'a') + "\"}]}";
+  auto r = s.post("/v1/chat/completions", big);
+  expect_error(r, 413, "invalid_request_error");
+  expect_alive(s);
+}
+
+TEST(ServerErrors, ThousandsOfMessages) {
+  TestServer s;
+  Json msgs = Json::array();
+  for (int i = 0; i < 5000; ++i) msgs.push_back(Json{{"role", "user"}, {"content", "hi"}});
+  Json e = expect_error(s.post("/v1/chat/completions", Json{{"messages", msgs}}), 400, "invalid_request_error");
+  EXPECT_EQ(e["param"], "messages");
+  // Under the count limit the context decides.
+  msgs.erase(msgs.begin() + 1000, msgs.end());
+  expect_error(s.post("/v1/chat/completions", Json{{"messages", msgs}}), 400, "exceed_context_size_error");
+  expect_alive(s);
+}
+
+TEST(ServerErrors, DeepNestingAndInvalidUtf8) {
+  TestServer s;
+  std::string deep = "{\"messages\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  expect_error(s.post("/v1/chat/completions", deep), 400, "invalid_request_error");
+  std::string bad = "{\"messages\":[{\"role\":\"user\",\"content\":\"caf\xC3\x28 \xFF\"}]}";
+  expect_error(s.post("/v1/chat/completions", bad), 400, "invalid_request_error");
+  expect_alive(s);
+}
+
+TEST(ServerErrors, UnknownEndpointAndMethod) {
+  TestServer s;
+  auto res = s.client()->Get("/v1/nothing");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+  auto j = text::try_parse_json_exact(res->body);
+  ASSERT_TRUE(j);
+  EXPECT_EQ((*j)["error"]["type"], "not_found_error");
+}
+
+TEST(ServerErrors, ApiKey) {
+  ServerOptions o = default_options();
+  o.api_key = "sekret";
+  TestServer s(o);
+  Json r = user_chat("hi");
+  r["max_tokens"] = 2;
+  expect_error(s.post("/v1/chat/completions", r), 401, "authentication_error");
+  auto c = s.client();
+  c->set_bearer_token_auth("wrong");
+  auto bad = c->Post("/v1/chat/completions", r.dump(), "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 401);
+  c->set_bearer_token_auth("sekret");
+  auto good = c->Post("/v1/chat/completions", r.dump(), "application/json");
+  ASSERT_TRUE(good);
+  EXPECT_EQ(good->status, 200);
+  auto health = s.client()->Get("/health");  // public
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  auto metrics = s.client()->Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 401);
+}
+
+TEST(ServerErrors, TimeoutIsReportedAsAnError) {
+  ServerOptions o = default_options();
+  o.timeout_s = 0.3;
+  o.scripted_outputs = {std::string(900, 'z')};  // ~900 decode steps
+  TestServer s(o);
+  auto r = s.post("/v1/chat/completions", user_chat("hi"));
+  expect_error(r, 408, "timeout_error");
+}
+
+// Opens a raw connection, starts a streaming chat, reads a little and hangs up.
+void stream_and_drop(int port, const std::string& body) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  ASSERT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+  char buf[512];
+  ssize_t got = ::recv(fd, buf, sizeof buf, 0);  // headers and the first chunks
+  EXPECT_GT(got, 0);
+  linger lg{1, 0};  // reset, not a polite close
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+  ::close(fd);
+}
+
+TEST(ServerErrors, ClientDisconnectMidStreamCancelsTheRequest) {
+  ServerOptions o = default_options();
+  o.sched.n_ctx = 8192;
+  o.scripted_outputs = {std::string(6000, 'y')};
+  o.sched.n_slots = 1;
+  TestServer s(o);
+  Json r = user_chat("hi");
+  r["stream"] = true;
+  stream_and_drop(s.port(), r.dump());
+  // The slot is freed long before the 6000-token script would end.
+  bool cancelled = false;
+  for (int i = 0; i < 100 && !cancelled; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto m = s.client()->Get("/metrics");
+    cancelled = m && m->body.find("k3_requests_cancelled_total 1") != std::string::npos;
+  }
+  EXPECT_TRUE(cancelled);
+  Json ok = user_chat("hi");
+  ok["max_tokens"] = 3;
+  auto [st, j] = s.post("/v1/chat/completions", ok);
+  EXPECT_EQ(st, 200) << j.dump();
+  EXPECT_EQ(j["usage"]["completion_tokens"], 3);
+}
+
+}  // namespace
+}  // namespace k3::server::test
