@@ -26,9 +26,22 @@ constexpr int kMaxArrayDepth = 8;
 constexpr uint64_t kMinKvBytes = 8 + 1 + 4 + 1;     // key length, 1-byte key, type, u8 value
 constexpr uint64_t kMinTensorBytes = 8 + 4 + 4 + 8;  // name len, n_dims, type, offset
 
-std::string kv_field(size_t i, const std::string& key) { return fmt::format("kv[{}] '{}'", i, key); }
+// Names come from the file: escape control bytes and cut long ones so messages stay one line.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i == 96) return out + "...";
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f || c == '\\')
+      out += fmt::format("\\x{:02x}", c);
+    else
+      out += static_cast<char>(c);
+  }
+  return out;
+}
+std::string kv_field(size_t i, const std::string& key) { return fmt::format("kv[{}] '{}'", i, printable(key)); }
 std::string tensor_field(size_t i, const std::string& name) {
-  return fmt::format("tensor[{}] '{}'", i, name);
+  return fmt::format("tensor[{}] '{}'", i, printable(name));
 }
 
 }  // namespace

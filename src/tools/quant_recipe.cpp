@@ -4,6 +4,8 @@
 // llama-quantize, are the check (tests/qtool).
 #include "tools/quant_recipe.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -369,7 +371,12 @@ TypeChoice TypePlanner::choose(const TensorDesc& t) {
       c.type = o_.pure ? def : mixture(t, def);
       c.rule = o_.pure ? "pure" : "mixture";
     }
-    Type fb = shape_fallback(c.type, t.dim(0));
+    Type fb = c.type;
+    try {
+      fb = shape_fallback(c.type, t.dim(0));
+    } catch (const Error& e) {
+      fail("tensor {} [{}]: {}", t.name, fmt::join(t.ne, ", "), e.what());
+    }
     if (fb != c.type) {
       // Q5_0/Q5_1 (the Q4_K/Q5_K fallbacks) have no quantizer here: Q8_0 is the nearest
       // bigger type we can produce exactly.

@@ -368,10 +368,24 @@ namespace {
 // Values of a tensor, as bytes of its type. Matrices, embeddings and small vectors are
 // zero-mean random (synth_fill_random); norms and ssm_a need offsets, which only float
 // types can carry exactly (a quantized norm is left zero-mean).
-void fill_tensor(const SynthTensor& t, uint64_t seed, uint8_t* dst) {
+void fill_tensor(const SynthTensor& t, const SynthConfig& cfg, uint8_t* dst) {
   int64_t n = 1;
   for (int64_t e : t.ne) n *= e;
-  const uint64_t s = seed ^ stable_hash(t.name.data(), t.name.size());
+  const uint64_t s = cfg.seed ^ stable_hash(t.name.data(), t.name.size());
+  if (t.name == "output.weight" && cfg.n_vocab >= 272) {
+    // Readable output from a random model: rows of tokens that are not visible text get zero
+    // weights (logit 0) and the others three times the usual spread, so sampling almost
+    // never picks a control byte.
+    const size_t rb = quant::row_bytes(t.type, t.ne[0]);
+    for (int64_t r = 0; r < t.ne[1]; ++r) {
+      uint8_t* row = dst + static_cast<size_t>(r) * rb;
+      if (synth_vocab_printable(cfg.n_vocab, static_cast<uint32_t>(r)))
+        synth_fill_random(t.type, row, t.ne[0], 3.0 * t.scale, s ^ (0x9E3779B97F4A7C15ull * (r + 1)));
+      else
+        std::memset(row, 0, rb);
+    }
+    return;
+  }
   switch (t.init) {
     case SynthInit::Matrix:
     case SynthInit::Small:
@@ -443,8 +457,7 @@ SynthResult write_synth(const std::string& path, const SynthConfig& c) {
     // size); every matrix is a hole, which decodes as zero weights and costs no disk.
     if (!c.sparse || t.ne.size() == 1) {
       const SynthTensor* tp = &t;
-      uint64_t seed = c.seed;
-      s.fill = [tp, seed](uint8_t* dst, uint64_t) { fill_tensor(*tp, seed, dst); };
+      s.fill = [tp, &c](uint8_t* dst, uint64_t) { fill_tensor(*tp, c, dst); };
     }
     r.tensor_bytes += t.nbytes;
     specs.push_back(std::move(s));

@@ -53,6 +53,14 @@ std::string gpt2_byte_spelling(uint8_t b) {
   return s;
 }
 
+bool synth_vocab_printable(uint32_t n_vocab, uint32_t id) {
+  if (n_vocab < 272) return true;
+  const uint32_t first_control = n_vocab - (n_vocab >= 512 ? 256 : 16);
+  if (id < 256) return (id >= 0x20 && id <= 0x7E) || id == '\n';
+  if (id < first_control) return true;
+  return id == first_control + 2;
+}
+
 void append_synth_vocab(uint32_t n_vocab, std::vector<std::pair<std::string, gguf::Value>>& kvs) {
   using gguf::Value;
   if (n_vocab < 272) {

@@ -21,6 +21,12 @@ namespace k3::tools {
 // Appends the tokenizer.* KVs (or tokenizer.ggml.model = "no_vocab").
 void append_synth_vocab(uint32_t n_vocab, std::vector<std::pair<std::string, gguf::Value>>& kvs);
 
+// Whether token `id` of the synthetic vocabulary of n_vocab ids decodes to visible text or
+// ends a message: printable ASCII bytes, newline, the multi-byte filler tokens and the eos
+// (<|end_of_msg|>). synth gives the other rows of output.weight zero weights so a random
+// model prints readable text instead of terminal control bytes.
+bool synth_vocab_printable(uint32_t n_vocab, uint32_t id);
+
 // GPT-2's byte-to-unicode spelling of one byte, as UTF-8.
 std::string gpt2_byte_spelling(uint8_t b);
 

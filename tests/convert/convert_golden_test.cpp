@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -83,7 +85,9 @@ void expect_same_model_kvs(const gguf::GgufFile& golden, const gguf::GgufFile& o
     EXPECT_TRUE(same_value(v, *o)) << v.to_display() << " vs " << o->to_display();
   }
   for (const auto& [k, v] : out.kvs())
-    if (k.rfind("kimi-k3.", 0) == 0) EXPECT_NE(golden.find(k), nullptr) << "extra key " << k;
+    if (k.rfind("kimi-k3.", 0) == 0) {
+      EXPECT_NE(golden.find(k), nullptr) << "extra key " << k;
+    }
 }
 
 TEST(ConvertGolden, Tiny10BaseF32IsBitExact) {
@@ -188,6 +192,36 @@ TEST(Mxfp4Repack, WorkedExampleFromTheFormatSpec) {
   tools::unpack_mxfp4_row(dst, 32, back_p, &back_s);
   EXPECT_EQ(0, std::memcmp(back_p, packed, 16));
   EXPECT_EQ(back_s, scale);
+}
+
+}  // namespace
+}  // namespace k3::test
+
+namespace k3::test {
+namespace {
+
+// Throughput on a bigger model: K3_CONVERT_BENCH_GGUF=model.gguf test_convert
+// --gtest_also_run_disabled_tests --gtest_filter='*Throughput*' (not run in CI).
+TEST(ConvertGolden, DISABLED_ThroughputFromEnv) {
+  const char* src = std::getenv("K3_CONVERT_BENCH_GGUF");
+  if (!src) GTEST_SKIP() << "set K3_CONVERT_BENCH_GGUF";
+  TempDir tmp("bench");
+  auto g = gguf::GgufFile::open(src);
+  FixtureOptions fo;
+  fo.dir = tmp.str("hf");
+  fo.shards = 4;
+  write_hf_fixture(*g, fo);
+  for (quant::Type t : {quant::Type::F32, quant::Type::BF16, quant::Type::Q8_0}) {
+    tools::ConvertOptions o;
+    o.hf_dir = fo.dir;
+    o.out_path = tmp.str("out.gguf");
+    o.outtype = t;
+    tools::ConvertResult r = tools::convert_hf(o);
+    std::printf("outtype %s: %zu tensors (%zu MXFP4), read %.1f MB, wrote %.1f MB in %.2f s: %.0f MB/s in\n",
+                quant::type_name(t), r.n_tensors, r.n_mxfp4, r.bytes_in / 1e6, r.bytes_out / 1e6, r.seconds,
+                r.bytes_in / 1e6 / r.seconds);
+    std::filesystem::remove(o.out_path);
+  }
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 
 #include "core/error.h"
 #include "gguf/file.h"
@@ -29,7 +30,9 @@ namespace {
 
 // Checks the output against an independent re-computation; returns the number of converted
 // tensors checked.
-int verify(const std::string& in_path, const std::string& out_path, const QuantizeResult& r, const Imatrix* im) {
+// stride > 1: re-computes only every stride-th converted tensor (the slow grid types).
+int verify(const std::string& in_path, const std::string& out_path, const QuantizeResult& r, const Imatrix* im,
+           int stride = 1) {
   auto in = k3::gguf::GgufFile::open(in_path);
   auto out = k3::gguf::GgufFile::open(out_path);
   EXPECT_EQ(out->tensors().size(), r.plan.tensors.size());
@@ -46,7 +49,7 @@ int verify(const std::string& in_path, const std::string& out_path, const Quanti
       EXPECT_EQ(std::memcmp(o.data, s->data, s->nbytes), 0) << p.name << " should be a byte copy";
       continue;
     }
-    ++converted;
+    if (converted++ % stride != 0) continue;
     const int64_t ne0 = s->dim(0), ne1 = s->dim(1), slices = s->n_elements() / (ne0 * ne1);
     const size_t in_row = k3::quant::row_bytes(s->type, ne0), out_row = k3::quant::row_bytes(o.type, ne0);
     const ImatrixEntry* e = im ? im->find(p.name) : nullptr;
@@ -67,8 +70,9 @@ int verify(const std::string& in_path, const std::string& out_path, const Quanti
 }
 
 QuantizeResult run(const std::string& in, const std::string& out, const std::string& type, const std::string& imatrix = "",
-                   int threads = 2) {
+                   int threads = 2, std::vector<std::string> rules = {}) {
   QuantizeOptions o;
+  o.tensor_types = std::move(rules);
   o.input = in;
   o.output = out;
   o.type = type;
@@ -90,7 +94,24 @@ TEST(Quantize, F32GoldenModelsToEveryFileType) {
     for (const char* type : {"Q8_0", "Q6_K", "Q4_K_M", "Q4_K_S", "Q3_K_S", "Q2_K", "MXFP4_MOE", "F16", "BF16", "F32", "COPY"}) {
       SCOPED_TRACE(std::string(model) + " -> " + type);
       const std::string out = dir.file(std::string(type) + ".gguf");
-      QuantizeResult r = run(golden(model), out, type);
+      QuantizeResult r;
+      const bool odd_widths = std::string(model) == "tiny10-base.gguf" &&
+                              (std::string(type) == "Q8_0" || std::string(type) == "MXFP4_MOE");
+      if (odd_widths) {
+        // tiny10 has 16- and 48-wide rows; Q8_0/MXFP4 have no shape fallback, so (as in
+        // llama-quantize) the run is refused, naming the tensor; F16 overrides make it pass.
+        try {
+          run(golden(model), out, type);
+          ADD_FAILURE() << "no error";
+        } catch (const k3::Error& e) {
+          EXPECT_NE(std::string(e.what()).find("no fallback"), std::string::npos) << e.what();
+          EXPECT_NE(std::string(e.what()).find("blk."), std::string::npos) << e.what();
+        }
+        EXPECT_FALSE(std::filesystem::exists(out));
+        r = run(golden(model), out, type, "", 2, {"ssm_f_b|attn_k_b|ffn_(gate|up)_exps|ffn_routed_up=f16"});
+      } else {
+        r = run(golden(model), out, type);
+      }
       int converted = verify(golden(model), out, r, nullptr);
       if (std::string(type) != "COPY" && std::string(type) != "F32") {
         EXPECT_GT(converted, 0);
@@ -105,12 +126,13 @@ TEST(Quantize, F32GoldenModelsToEveryFileType) {
 TEST(Quantize, SmallQ8ToEveryFileTypeWithImatrix) {
   ScratchDir dir;
   Imatrix im = load_imatrix(golden("small-imatrix.gguf"));
-  for (const char* type : {"Q6_K", "Q4_K_M", "Q4_K_S", "Q3_K_S", "Q2_K", "IQ2_XXS", "IQ1_M", "IQ1_S", "MXFP4_MOE",
-                           "K3_REAP_IQ1M", "BF16"}) {
+  // (IQ2_XXS is checked in ThreadCountDoesNotChangeTheBytes, K3_REAP_IQ1M in HeadersMatchLlamaQuantize.)
+  for (const char* type : {"Q6_K", "Q4_K_M", "Q4_K_S", "Q3_K_S", "Q2_K", "IQ1_M", "IQ1_S", "MXFP4_MOE", "BF16"}) {
     SCOPED_TRACE(type);
     const std::string out = dir.file(std::string(type) + ".gguf");
     QuantizeResult r = run(golden("small-q8_0.gguf"), out, type, golden("small-imatrix.gguf"));
-    EXPECT_GT(verify(golden("small-q8_0.gguf"), out, r, &im), 0);
+    const bool grid = type[0] == 'I';
+    EXPECT_GT(verify(golden("small-q8_0.gguf"), out, r, &im, grid ? 4 : 1), 0);
     EXPECT_EQ(file_type_of(out), parse_recipe(type).file_type);
     auto f = k3::gguf::GgufFile::open(out);
     EXPECT_EQ(f->get_int("quantize.imatrix.entries_count", 0), 94);
@@ -134,7 +156,10 @@ TEST(Quantize, HeadersMatchLlamaQuantize) {
   for (Case c : {Case{"Q2_K", "small-q2k.gguf", false}, Case{"K3_REAP_IQ1M", "small-k3mix.gguf", true}}) {
     SCOPED_TRACE(c.type);
     const std::string out = dir.file(std::string(c.type) + ".gguf");
-    run("small-q8_0.gguf", out, c.type, c.imatrix ? "small-imatrix.gguf" : "");
+    QuantizeResult r = run("small-q8_0.gguf", out, c.type, c.imatrix ? "small-imatrix.gguf" : "");
+    std::unique_ptr<Imatrix> im;
+    if (c.imatrix) im = std::make_unique<Imatrix>(load_imatrix("small-imatrix.gguf"));
+    EXPECT_GT(verify("small-q8_0.gguf", out, r, im.get()), 0);
     auto ref = k3::gguf::GgufFile::open(c.ref);
     const uint64_t header = ref->shards()[0].data_offset;
     std::vector<uint8_t> a = k3::qtest::read_bytes(out), b = k3::qtest::read_bytes(c.ref);
@@ -174,15 +199,19 @@ TEST(Quantize, ThreadCountDoesNotChangeTheBytes) {
   ScratchDir dir;
   double secs[2] = {0, 0};
   int threads[2] = {1, 2};
+  QuantizeResult last;
   for (int i = 0; i < 2; ++i) {
     QuantizeResult r = run(golden("small-q8_0.gguf"), dir.file(fmt::format("t{}.gguf", threads[i])), "IQ2_XXS",
                            golden("small-imatrix.gguf"), threads[i]);
     secs[i] = r.seconds;
+    last = r;
     std::printf("[ throughput ] small-q8_0 -> IQ2_XXS, %d thread(s): %.2f s, %.2f MB/s of input\n", threads[i],
                 r.seconds, static_cast<double>(r.plan.bytes_in) / 1e6 / r.seconds);
   }
   EXPECT_EQ(k3::qtest::read_bytes(dir.file("t1.gguf")), k3::qtest::read_bytes(dir.file("t2.gguf")));
   EXPECT_GT(secs[0], 0);
+  Imatrix im = load_imatrix(golden("small-imatrix.gguf"));
+  EXPECT_GT(verify(golden("small-q8_0.gguf"), dir.file("t2.gguf"), last, &im, 3), 0);
 }
 
 TEST(Quantize, RefusesImatrixTypesWithoutImatrix) {

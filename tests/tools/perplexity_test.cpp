@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "core/error.h"
 #include "golden_io.h"
@@ -92,6 +93,7 @@ TEST(Perplexity, MatchesEnginesOwnLogits) {
     PerplexityOptions po;
     po.n_ctx = 48;
     const PerplexityResult r = perplexity(eng, tok, po);
+    std::printf("%s: nmse %.3e ppl %.6f direct %.6f\n", name, d2 / r2, r.ppl, std::exp(nll));
     EXPECT_NEAR(r.nll, nll, 1e-6) << name << " (engine NMSE vs ref64 of eval_logits: " << d2 / r2 << ")";
   }
 }
