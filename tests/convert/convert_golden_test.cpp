@@ -16,6 +16,7 @@
 #include "quant/codec.h"
 #include "tools/convert.h"
 #include "tools/safetensors.h"
+#include "tools/synth.h"
 
 namespace k3::test {
 namespace {
@@ -203,9 +204,20 @@ namespace {
 // Throughput on a bigger model: K3_CONVERT_BENCH_GGUF=model.gguf test_convert
 // --gtest_also_run_disabled_tests --gtest_filter='*Throughput*' (not run in CI).
 TEST(ConvertGolden, DISABLED_ThroughputFromEnv) {
-  const char* src = std::getenv("K3_CONVERT_BENCH_GGUF");
-  if (!src) GTEST_SKIP() << "set K3_CONVERT_BENCH_GGUF";
   TempDir tmp("bench");
+  const char* env = std::getenv("K3_CONVERT_BENCH_GGUF");
+  std::string src = env ? env : tmp.str("synth.gguf");
+  if (!env) {
+    // Default: a mid-size synthetic K3 (BF16 trunk, MXFP4 experts).
+    tools::SynthConfig sc;
+    sc.name = "convert-bench";
+    sc.n_embd = 1024, sc.n_layer = 6, sc.n_head = 8, sc.kda_head_dim = 128;
+    sc.q_lora_rank = 256, sc.kv_lora_rank = 256, sc.n_rot = 64, sc.qk_nope = 64, sc.v_head_dim = 64;
+    sc.n_ff = 2048, sc.n_expert = 32, sc.n_expert_used = 4, sc.n_ff_exp = 512, sc.n_latent = 512;
+    sc.trunk_type = quant::Type::BF16;
+    sc.rules.push_back(tools::parse_type_rule("ffn_.*_exps=mxfp4"));
+    tools::write_synth(src, sc);
+  }
   auto g = gguf::GgufFile::open(src);
   FixtureOptions fo;
   fo.dir = tmp.str("hf");
