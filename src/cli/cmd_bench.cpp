@@ -3,6 +3,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cstring>
+#include <string>
+#include <vector>
+
 #include "cli/commands.h"
 #include "tools/bench.h"
 
@@ -17,14 +21,20 @@ int cmd_bench(int argc, char** argv) {
   app.add_option("-p,--n-prompt", o.n_prompt, "prompt tokens for the pp test (0: skip)")->capture_default_str();
   app.add_option("-n,--n-gen", o.n_gen, "generated tokens for the tg test (0: skip)")->capture_default_str();
   app.add_option("-t,--threads", o.n_threads, "worker threads (0: machine default)")->capture_default_str();
-  app.add_option("-ub,--ubatch-size", o.n_ubatch, "tokens per forward micro-batch")->capture_default_str();
+  app.add_option("--ubatch-size", o.n_ubatch, "tokens per forward micro-batch")->capture_default_str();
   app.add_option("-r,--repetitions", o.reps, "timed repetitions per test")->capture_default_str();
   app.add_flag("--json", json, "print the result as JSON (docs/bench.md)");
   app.add_flag("--remeasure-bw", o.remeasure_bw, "measure memory bandwidth again and update the cache");
   app.add_flag("--no-bw", no_bw, "skip the memory-bandwidth roofline");
   app.add_option("--bw-cache", o.bw_cache_path, "bandwidth cache file (default ~/.cache/k3/membw.json)");
+  // llama-bench spells the micro-batch flag "-ub"; CLI11 allows only one-letter short names.
+  std::vector<std::string> args(argv, argv + argc);
+  for (auto& a : args)
+    if (a == "-ub") a = "--ubatch-size";
+  std::vector<char*> av;
+  for (auto& a : args) av.push_back(a.data());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(av.size()), av.data());
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }

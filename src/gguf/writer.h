@@ -41,12 +41,21 @@ struct WriteOptions {
 
 // Writes `path` (or path-0000i-of-0000N.gguf shards when splitting; `path` may be given with
 // or without the -00001-of-... suffix). Returns the list of files written.
+// Splitting follows gguf-split: tensors keep their order and are cut into consecutive runs;
+// a new shard starts when max_tensors is reached or when the next tensor's aligned size would
+// push the run past max_bytes (a tensor is never split; one larger than max_bytes gets a shard
+// of its own). Shard 1 gets all KVs (any split.* among them dropped) plus split.no (UINT16,
+// 0-based), split.count (UINT16) and split.tensors.count (INT32); later shards get only those
+// three keys and the default alignment of 32. When the limits leave everything in one shard,
+// `path` is written as given, with the KVs unchanged.
+// The metadata is always padded to the alignment, even without tensors (as ggml's writer does).
 std::vector<std::string> write_gguf(const std::string& path,
                                     const std::vector<std::pair<std::string, Value>>& kvs,
                                     const std::vector<TensorSpec>& tensors,
                                     const WriteOptions& opt = {});
 
-// Shard naming helper: "dir/name-00002-of-00008.gguf".
+// Shard naming helper: "dir/name-00002-of-00008.gguf" for index 1, count 8 (index is 0-based,
+// like split.no; the name is 1-based).
 std::string shard_path(const std::string& prefix, uint32_t index, uint32_t count);
 
 }  // namespace k3::gguf

@@ -122,8 +122,12 @@ void convert_tensor(const gguf::TensorInfo& src, Type to, const float* imatrix, 
   const int64_t n_slices = src.n_elements() / std::max<int64_t>(1, ne0 * ne1);
   const int64_t ne2 = src.dim(2);
   const size_t in_row = quant::row_bytes(src.type, ne0), out_row = quant::row_bytes(to, ne0);
-  // Row chunks of about 64k elements keep the float scratch small and the pool busy.
-  const int64_t chunk_rows = std::max<int64_t>(1, std::min<int64_t>(ne1, (int64_t{1} << 16) / std::max<int64_t>(1, ne0)));
+  // Rows are independent, so any chunking gives the same bytes: at most ~64k elements per
+  // chunk (small float scratch) and at least ~4 chunks per thread (balance), never across slices.
+  const int64_t max_rows = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, ne0));
+  const int64_t want_units = int64_t{4} * pool.size();
+  const int64_t even_rows = (n_slices * ne1 + want_units - 1) / want_units;
+  const int64_t chunk_rows = std::max<int64_t>(1, std::min({ne1, max_rows, even_rows}));
   const int64_t chunks_per_slice = (ne1 + chunk_rows - 1) / chunk_rows;
   const int64_t n_units = n_slices * chunks_per_slice;
 
