@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/legacy_flags.h"
 #include "tools/bench.h"
 
 namespace k3::cli {
@@ -27,14 +28,9 @@ int cmd_bench(int argc, char** argv) {
   app.add_flag("--remeasure-bw", o.remeasure_bw, "measure memory bandwidth again and update the cache");
   app.add_flag("--no-bw", no_bw, "skip the memory-bandwidth roofline");
   app.add_option("--bw-cache", o.bw_cache_path, "bandwidth cache file (default ~/.cache/k3/membw.json)");
-  // llama-bench spells the micro-batch flag "-ub"; CLI11 allows only one-letter short names.
-  std::vector<std::string> args(argv, argv + argc);
-  for (auto& a : args)
-    if (a == "-ub") a = "--ubatch-size";
-  std::vector<char*> av;
-  for (auto& a : args) av.push_back(a.data());
+  LegacyFlags args(argc, argv, {{"-ub", "--ubatch-size"}});
   try {
-    app.parse(static_cast<int>(av.size()), av.data());
+    app.parse(args.argc(), args.argv());
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }

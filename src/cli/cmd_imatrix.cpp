@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/token_input.h"
 #include "core/error.h"
 #include "model/model.h"
 #include "runtime/eval_logits.h"
@@ -16,18 +17,6 @@
 #include "tools/imatrix.h"
 
 namespace k3::cli {
-namespace {
-
-std::string read_all(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail("cannot read '{}'", path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
-
 int cmd_imatrix(int argc, char** argv) {
   CLI::App app{"Collect an importance matrix (llama.cpp GGUF imatrix format) and expert coverage",
                "k3 imatrix"};
@@ -52,15 +41,9 @@ int cmd_imatrix(int argc, char** argv) {
   }
 
   auto model = model::Model::load(model_path);
-  std::vector<int32_t> tokens;
-  if (!text_file.empty()) {
-    auto tok = text::Tokenizer::from_gguf(model->gguf());
-    tokens = tok->encode(read_all(text_file), false, true);
-    if (tok->add_bos() && tok->bos() >= 0) opt.bos_token = tok->bos();
-    fmt::print(stderr, "imatrix: tokenized {} into {} tokens\n", text_file, tokens.size());
-  } else {
-    tokens = runtime::parse_token_list(read_all(tokens_file), tokens_file);
-  }
+  CorpusTokens corpus = load_corpus_tokens(*model, text_file, tokens_file, "imatrix");
+  std::vector<int32_t>& tokens = corpus.tokens;
+  if (corpus.bos >= 0) opt.bos_token = corpus.bos;
   opt.dataset = std::filesystem::path(text_file.empty() ? tokens_file : text_file).filename().string();
 
   const tools::ImatrixResult r = tools::collect_imatrix(model, tokens, opt);

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/token_input.h"
 #include "core/error.h"
 #include "model/model.h"
 #include "runtime/engine.h"
@@ -19,18 +20,6 @@
 #include "tools/perplexity_kl.h"
 
 namespace k3::cli {
-namespace {
-
-std::string read_all(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail("cannot read '{}'", path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
-
 int cmd_perplexity(int argc, char** argv) {
   CLI::App app{"Perplexity of a text (llama-perplexity's method) and KL divergence against a base model",
                "k3 perplexity"};
@@ -64,15 +53,9 @@ int cmd_perplexity(int argc, char** argv) {
   }
 
   auto model = model::Model::load(model_path);
-  std::vector<int32_t> tokens;
-  if (!text_file.empty()) {
-    auto tok = text::Tokenizer::from_gguf(model->gguf());
-    tokens = tok->encode(read_all(text_file), false, true);
-    if (tok->add_bos() && tok->bos() >= 0) po.bos_token = tok->bos();
-    fmt::print(stderr, "perplexity: tokenized {} into {} tokens\n", text_file, tokens.size());
-  } else {
-    tokens = runtime::parse_token_list(read_all(tokens_file), tokens_file);
-  }
+  CorpusTokens corpus = load_corpus_tokens(*model, text_file, tokens_file, "perplexity");
+  std::vector<int32_t>& tokens = corpus.tokens;
+  if (corpus.bos >= 0) po.bos_token = corpus.bos;
 
   std::unique_ptr<tools::KlBaseReader> base;
   if (!kl_in.empty()) {

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/legacy_flags.h"
 #include "cli/embedded_model.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -68,7 +69,7 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("--host", o.host, "address to listen on (default 127.0.0.1: this machine only)");
   app.add_option("--port", o.port, "TCP port (default 8080; 0: any free port, printed at start)");
   app.add_option("-c,--ctx", o.sched.n_ctx, "context tokens per slot (default 4096; 0: the model's)");
-  app.add_option("-np,--parallel", o.sched.n_slots, "requests decoded together in one batch (default 1)");
+  app.add_option("--parallel", o.sched.n_slots, "requests decoded together in one batch (default 1)");
   app.add_option("-t,--threads", o.sched.n_threads, "engine threads (default: the machine's default)");
   app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' (default: none; also K3_API_KEY)")
       ->envname("K3_API_KEY");
@@ -85,8 +86,9 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("--scripted-output", scripted_path,
                  "TEST ONLY: generated tokens come from this file instead of the sampler (see docs)");
   app.add_flag("-v,--verbose", verbose, "log every request");
+  LegacyFlags args(argc, argv, {{"-np", "--parallel"}});  // llama-server's spelling
   try {
-    app.parse(argc, argv);
+    app.parse(args.argc(), args.argv());
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
