@@ -5,9 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "cli/commands.h"
 #include "cli/token_input.h"
