@@ -1,10 +1,12 @@
 // cli/cmd_serve: `k3 serve [-m MODEL] [--host H] [--port P] [flags]` — an OpenAI-compatible
 // chat server (server/server.h). Loads the model, refuses a chat template that is not K3's,
 // listens (loopback by default) and runs until SIGINT/SIGTERM, then stops gracefully:
-// no new requests, running ones get a 503 error, sockets close. See docs/serve.md.
+// new requests get 503, running ones may finish for --drain-timeout seconds, then what
+// is left gets a 503 error; a second signal stops at once. See docs/serve.md.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -18,11 +20,13 @@
 #include "cli/commands.h"
 #include "cli/legacy_flags.h"
 #include "cli/embedded_model.h"
+#include "cli/memory_flags.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "gguf/file.h"
 #include "model/model.h"
 #include "server/server.h"
+#include "store/install.h"
 #include "text/chat_template.h"
 #include "text/json_py.h"
 #include "text/tokenizer.h"
@@ -78,6 +82,8 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("--reasoning-budget-message", o.limits.reasoning_budget_message,
                  "text written into the reasoning before a forced close (default none)");
   app.add_option("--timeout", o.timeout_s, "seconds a request may take, queueing included (default 600)");
+  app.add_option("--drain-timeout", o.drain_s,
+                 "on SIGINT/SIGTERM, seconds running requests may take to finish (default 30; 0: stop at once)");
   app.add_option("--max-body", o.max_body, "largest request body in bytes (default 8388608)");
   app.add_option("--queue", o.sched.queue_max, "requests that may wait for a slot (default 64)");
   app.add_option("-b,--batch", o.sched.n_batch, "prompt tokens per decode step, all slots (default 512)");
@@ -86,6 +92,8 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("--scripted-output", scripted_path,
                  "TEST ONLY: generated tokens come from this file instead of the sampler (see docs)");
   app.add_flag("-v,--verbose", verbose, "log every request");
+  MemoryFlags mem_flags;
+  add_memory_flags(app, mem_flags);
   LegacyFlags args(argc, argv, {{"-np", "--parallel"}});  // llama-server's spelling
   try {
     app.parse(args.argc(), args.argv());
@@ -101,8 +109,11 @@ int cmd_serve(int argc, char** argv) {
   if (o.sched.n_threads < 0) return usage("--threads must be >= 0");
   if (o.sched.n_ctx < 0) return usage("--ctx must be >= 0");
   if (!(o.timeout_s > 0)) return usage("--timeout must be > 0");
+  if (!(o.drain_s >= 0)) return usage("--drain-timeout must be >= 0");
   if (o.max_body < 1024) return usage("--max-body must be at least 1024");
   if (o.sched.n_batch < 1) return usage("--batch must be >= 1");
+  store::MemoryOptions mem;
+  if (std::string err = to_memory_options(mem_flags, mem); !err.empty()) return usage(err);
   if (verbose) log::set_level(log::Level::debug);
   if (!scripted_path.empty()) {
     o.scripted_outputs = read_scripts(scripted_path);
@@ -127,6 +138,14 @@ int cmd_serve(int argc, char** argv) {
   if (tc.kind == text::TemplateKind::Unsupported) fail("{}", tc.message);
   if (tc.kind != text::TemplateKind::K3Exact) log::info("{}", tc.message);
   auto tok = text::Tokenizer::from_gguf(file);
+  {
+    store::EngineShape shape;
+    shape.n_ctx = o.sched.n_ctx > 0 ? o.sched.n_ctx
+                                    : (model->hparams().n_ctx_train ? model->hparams().n_ctx_train : 4096);
+    shape.n_seq = o.sched.n_slots;
+    shape.n_ubatch = o.sched.n_batch;
+    store::install_store(*model, mem, shape);  // --ram-budget: /metrics gains k3_expert_* lines
+  }
 
   // Signals are taken by one thread with sigwait, so no handler runs inside library code.
   sigset_t sigs;
@@ -141,16 +160,27 @@ int cmd_serve(int argc, char** argv) {
              o.model_alias, o.host, port, o.sched.n_slots, o.sched.n_ctx, o.timeout_s,
              o.api_key.empty() ? "" : " | API key required");
   std::fflush(stderr);
+  // First signal: drain (in its own thread, so a second signal can cut it short).
+  std::atomic<bool> finished{false};
+  std::thread drainer;
   std::thread sig_thread([&] {
     int sig = 0;
     sigwait(&sigs, &sig);
-    log::info("k3 serve: signal {}, shutting down", sig);
+    if (finished) return;
+    log::info("k3 serve: signal {}, finishing running requests (up to {} s; signal again to stop now)", sig,
+              o.drain_s);
+    drainer = std::thread([&] { srv.shutdown(); });
+    sigwait(&sigs, &sig);
+    if (finished) return;
+    log::info("k3 serve: signal {}, stopping now", sig);
     srv.stop();
   });
   srv.run();
-  srv.stop();
-  pthread_kill(sig_thread.native_handle(), SIGTERM);  // wakes the waiter if run() ended on its own
+  finished = true;
+  pthread_kill(sig_thread.native_handle(), SIGTERM);  // wakes the waiter if it still waits
   sig_thread.join();
+  if (drainer.joinable()) drainer.join();
+  srv.stop();
   fmt::print(stderr, "k3 serve: stopped\n");
   return 0;
 }

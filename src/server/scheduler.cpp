@@ -98,6 +98,10 @@ void Scheduler::loop() {
       auto busy = [&] {
         return std::any_of(slots.begin(), slots.end(), [](const Slot& s) { return s.job != nullptr; });
       };
+      // Counted before waiting too, so /metrics and drain() see a slot freed by the last step.
+      stats_.slots_busy = static_cast<int>(
+          std::count_if(slots.begin(), slots.end(), [](const Slot& s) { return s.job != nullptr; }));
+      stats_.queued = queue_.size();
       cv_.wait(lk, [&] { return stopping_ || !queue_.empty() || busy(); });
       if (stopping_) break;
       Clock::time_point now = Clock::now();

@@ -10,12 +10,15 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "model/model.h"
 #include "server/api_error.h"
+#include "server/connection_probe.h"
 #include "server/responses.h"
+#include "store/install.h"
 #include "text/output_parser_utf8.h"
 #include "text/tokenizer.h"
 
@@ -66,12 +69,15 @@ struct Server::Impl {
   std::vector<std::vector<int32_t>> scripts;
   std::atomic<uint64_t> script_next{0};
   std::atomic<bool> stopped{false};
+  std::atomic<bool> draining{false};
+  std::once_flag http_stopped;
   int64_t started = 0;
   std::mutex count_mu;
   std::map<std::pair<std::string, int>, uint64_t> counts;  // (path, status) -> requests
 
   void routes();
-  void run_job(BuiltRequest b, bool chat, httplib::Response& res);
+  void run_job(BuiltRequest b, bool chat, const httplib::Request& req, httplib::Response& res);
+  void stop_listening() { std::call_once(http_stopped, [this] { http.stop(); }); }
   void stream(std::shared_ptr<Stream> st, httplib::Response& res);
   std::string metrics_text();
   Json models_json();
@@ -111,11 +117,27 @@ void Server::run() { impl_->http.listen_after_bind(); }
 void Server::stop() {
   Impl& s = *impl_;
   if (s.stopped.exchange(true)) return;
+  s.draining = true;
   s.sched->stop();
-  s.http.stop();
+  s.stop_listening();
 }
 
-void Server::Impl::run_job(BuiltRequest b, bool chat, httplib::Response& res) {
+void Server::shutdown() {
+  Impl& s = *impl_;
+  // The listener stays open while draining: cpp-httplib ends chunked (SSE) responses as soon
+  // as its listening socket closes, which would cut running streams short. New requests get
+  // 503 from the pre-routing handler instead.
+  s.draining = true;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(s.opts.drain_s * 1000));
+  while (!s.stopped && Clock::now() < deadline) {
+    SchedulerStats st = s.sched->stats();
+    if (st.slots_busy == 0 && st.queued == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  stop();
+}
+
+void Server::Impl::run_job(BuiltRequest b, bool chat, const httplib::Request& req, httplib::Response& res) {
   std::shared_ptr<Job> job = b.job;
   job->deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(opts.timeout_s * 1000));
   if (!scripts.empty()) {
@@ -127,10 +149,22 @@ void Server::Impl::run_job(BuiltRequest b, bool chat, httplib::Response& res) {
 
   ResponseMeta meta{random_id(chat ? "chatcmpl-" : "cmpl-", 24), static_cast<int64_t>(std::time(nullptr)),
                     opts.model_alias};
+  // Streaming responses notice a vanished client when a write fails; a non-streaming one
+  // writes nothing until the end, so it watches the socket while it waits.
+  ConnectionProbe probe;
+  if (!b.stream) probe = ConnectionProbe::find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+  auto next_event = [&](Event& e) {
+    while (!job->channel.pop(e, std::chrono::milliseconds(100))) {
+      if (probe.closed()) {
+        job->cancelled = true;
+        return false;
+      }
+    }
+    return true;
+  };
   // The first event decides between an HTTP error and a response (spec §4.4).
   Event ev;
-  while (!job->channel.pop(ev, std::chrono::milliseconds(200))) {
-  }
+  if (!next_event(ev)) return;
   if (ev.kind == Event::Kind::Error) return send_error(res, ev.status, ev.error_type, ev.message);
 
   if (b.stream) {
@@ -144,8 +178,7 @@ void Server::Impl::run_job(BuiltRequest b, bool chat, httplib::Response& res) {
   ChatFold fold;
   std::string text;
   for (;;) {
-    while (!job->channel.pop(ev, std::chrono::milliseconds(200))) {
-    }
+    if (!next_event(ev)) return;  // nobody to answer
     switch (ev.kind) {
       case Event::Kind::Started:
         break;
@@ -270,6 +303,21 @@ std::string Server::Impl::metrics_text() {
   metric("requests_finished_total", "counter", "Generations that ran to completion.", static_cast<double>(s.requests_finished));
   metric("requests_failed_total", "counter", "Generations ended by an error or a timeout.", static_cast<double>(s.requests_failed));
   metric("requests_cancelled_total", "counter", "Generations abandoned by their client.", static_cast<double>(s.requests_cancelled));
+  // The streaming expert store's telemetry (k3 serve --ram-budget; docs/expert-store.md).
+  if (const store::ExpertStore* xs = store::find_store(*model)) {
+    const store::StoreStats e = xs->stats();
+    metric("expert_bytes_read_total", "counter", "Bytes of routed experts read from disk.", static_cast<double>(e.bytes_read));
+    metric("expert_requests_total", "counter", "Routed experts asked for by MoE layers.", static_cast<double>(e.needed));
+    metric("expert_hits_total", "counter", "Experts already cached when asked for.", static_cast<double>(e.hits));
+    metric("expert_prefetched_total", "counter", "Experts cached or in flight thanks to the next-layer prediction.", static_cast<double>(e.prefetched));
+    metric("expert_misses_total", "counter", "Experts read on demand.", static_cast<double>(e.misses));
+    metric("expert_predicted_total", "counter", "Experts predicted for the next layer.", static_cast<double>(e.predicted));
+    metric("expert_predicted_used_total", "counter", "Predicted experts the layer then asked for.", static_cast<double>(e.predicted_used));
+    metric("expert_io_wait_seconds_total", "counter", "Time the model waited for expert reads.", e.io_wait_s);
+    metric("expert_io_busy_seconds_total", "counter", "Wall time with an expert read in flight.", e.busy_s);
+    metric("expert_cache_slots", "gauge", "Expert cache slots (--ram-budget plan).", static_cast<double>(xs->plan().slots));
+    metric("expert_cache_bytes", "gauge", "Expert cache size in bytes.", static_cast<double>(xs->plan().cache()));
+  }
   out += "# HELP k3_http_requests_total HTTP requests answered, by path and status.\n"
          "# TYPE k3_http_requests_total counter\n";
   std::lock_guard<std::mutex> lk(count_mu);
@@ -288,6 +336,11 @@ void Server::Impl::routes() {
 
   static const std::set<std::string> kPublic = {"/health", "/v1/health", "/v1/models", "/models"};
   h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (draining) {
+      res.set_header("Connection", "close");
+      send_error(res, 503, "unavailable_error", "the server is shutting down");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (opts.api_key.empty() || kPublic.count(req.path)) return httplib::Server::HandlerResponse::Unhandled;
     std::string auth = req.get_header_value("Authorization");
     std::string key = auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : std::string();
@@ -341,11 +394,11 @@ void Server::Impl::routes() {
 
   auto chat = guarded([this](const httplib::Request& req, httplib::Response& res) {
     Json body = parse_body(req.body);
-    run_job(build_chat_request(body, *tok, opts.limits), true, res);
+    run_job(build_chat_request(body, *tok, opts.limits), true, req, res);
   });
   auto completion = guarded([this](const httplib::Request& req, httplib::Response& res) {
     Json body = parse_body(req.body);
-    run_job(build_completion_request(body, *tok, opts.limits), false, res);
+    run_job(build_completion_request(body, *tok, opts.limits), false, req, res);
   });
   h.Post("/v1/chat/completions", chat);
   h.Post("/chat/completions", chat);

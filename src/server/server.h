@@ -2,7 +2,9 @@
 // Contract: construction loads nothing (the caller passes the model and its tokenizer) and
 // starts the scheduler thread; bind() opens host:port (port 0 picks a free one) and returns
 // the port; run() serves until stop() (thread-safe, idempotent; what is still running gets a
-// 503 error). Endpoints, request fields and error shapes are documented in docs/serve.md
+// 503 error) or shutdown() (graceful: new requests get 503 at once, requests already
+// accepted run to completion for up to opts.drain_s seconds, then stop()). A non-streaming request whose client hangs up is
+// cancelled like a streaming one, freeing its slot. Endpoints, request fields and error shapes are documented in docs/serve.md
 // (spec §4). Loopback is the default bind. With an API key every endpoint except /health
 // and /v1/models requires `Authorization: Bearer KEY`.
 // scripted_outputs is TEST-ONLY: when non-empty, request i's generated tokens are not
@@ -34,6 +36,7 @@ struct ServerOptions {
   int port = 8080;                       // 0: any free port
   std::string api_key;                   // empty: no authentication
   double timeout_s = 600;                // per request, queueing included
+  double drain_s = 30;                   // shutdown(): how long running requests may finish
   size_t max_body = 8u << 20;            // request body bytes
   int http_threads = 0;                  // 0: enough for every slot and queued request
   std::string model_alias = "k3";
@@ -54,6 +57,7 @@ class Server {
   int bind();
   void run();
   void stop();
+  void shutdown();
 
   struct Impl;
 

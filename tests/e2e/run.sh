@@ -32,3 +32,43 @@ for _ in $(seq 1 300); do
 done
 [ -n "$port" ] || { echo "run.sh: k3 serve did not start" >&2; cat "$tmp/serve.log" >&2; exit 1; }
 K3_BASE_URL="http://127.0.0.1:$port/v1" node --test --test-concurrency=1 "$here/openai_client.test.mjs"
+
+# Graceful shutdown: SIGTERM while a long non-streaming request runs; the request must still
+# get its whole answer, and the server must exit 0.
+kill -TERM "$pid"; rc=0; wait "$pid" || rc=$?; pid=""
+[ "$rc" -eq 0 ] || { echo "run.sh: k3 serve exited $rc after SIGTERM" >&2; cat "$tmp/serve.log" >&2; exit 1; }
+printf '%*s' 300 '' | tr ' ' 'z' > "$tmp/long.txt"
+"$k3" serve -m "$root/tests/data/golden/small-q8_0.gguf" --port 0 -c 4096 -t 1 \
+  --scripted-output "$tmp/long.txt" 2> "$tmp/serve2.log" &
+pid=$!
+port=""
+for _ in $(seq 1 300); do
+  port="$(sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/serve2.log" | head -1)"
+  [ -n "$port" ] && break
+  sleep 0.1
+done
+[ -n "$port" ] || { echo "run.sh: second k3 serve did not start" >&2; cat "$tmp/serve2.log" >&2; exit 1; }
+node --input-type=module -e '
+  const r = await fetch(process.argv[1], {method: "POST", headers: {"content-type": "application/json"},
+    body: JSON.stringify({messages: [{role: "user", content: "hi"}]})});
+  const j = await r.json();
+  const c = j.choices?.[0]?.message?.reasoning_content ?? "";  // no think close in the script
+  if (r.status !== 200 || c.length !== 300) { console.error("drain: got", r.status, JSON.stringify(j).slice(0, 300)); process.exit(1); }
+  console.log("drain: request finished across SIGTERM (200, 300 chars)");
+' "http://127.0.0.1:$port/v1/chat/completions" &
+client=$!
+busy=""
+for _ in $(seq 1 200); do  # signal only once the request holds a slot
+  if exec 3<>"/dev/tcp/127.0.0.1/$port"; then
+    printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3
+    grep -q '^k3_requests_processing 1' <&3 && busy=1
+    exec 3>&-
+  fi
+  [ -n "$busy" ] && break
+  sleep 0.05
+done
+[ -n "$busy" ] || { echo "run.sh: the drain test request never started" >&2; exit 1; }
+kill -TERM "$pid"
+wait "$client" || { echo "run.sh: the in-flight request did not survive SIGTERM" >&2; cat "$tmp/serve2.log" >&2; exit 1; }
+rc=0; wait "$pid" || rc=$?; pid=""
+[ "$rc" -eq 0 ] || { echo "run.sh: k3 serve exited $rc after draining" >&2; cat "$tmp/serve2.log" >&2; exit 1; }

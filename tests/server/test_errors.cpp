@@ -213,5 +213,100 @@ TEST(ServerErrors, ClientDisconnectMidStreamCancelsTheRequest) {
   EXPECT_EQ(j["usage"]["completion_tokens"], 3);
 }
 
+
+// Sends a non-streaming chat on a raw connection and closes it before the answer comes.
+void post_and_hang_up(int port, const std::string& body) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  ASSERT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the request is decoding
+  ::close(fd);  // a polite close (FIN), as an impatient client's library does
+}
+
+bool wait_for_metric(TestServer& s, const std::string& line) {
+  for (int i = 0; i < 100; ++i) {
+    auto m = s.client()->Get("/metrics");
+    if (m && m->body.find(line) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+TEST(ServerErrors, ClientDisconnectNonStreamingCancelsTheRequest) {
+  ServerOptions o = default_options();
+  o.sched.n_ctx = 8192;
+  o.scripted_outputs = {std::string(6000, 'y')};
+  o.sched.n_slots = 1;
+  TestServer s(o);
+  post_and_hang_up(s.port(), user_chat("hi").dump());
+  // Without the probe the slot would stay busy for the whole 6000-token script.
+  EXPECT_TRUE(wait_for_metric(s, "k3_requests_cancelled_total 1"));
+  EXPECT_TRUE(wait_for_metric(s, "k3_requests_processing 0")) << s.client()->Get("/metrics")->body;
+  Json ok = user_chat("hi");
+  ok["max_tokens"] = 3;
+  auto [st, j] = s.post("/v1/chat/completions", ok);
+  EXPECT_EQ(st, 200) << j.dump();
+  EXPECT_EQ(j["usage"]["completion_tokens"], 3);
+}
+
+TEST(ServerShutdown, RunningRequestsFinishAndNewOnesAreRefused) {
+  ServerOptions o = default_options();
+  o.sched.n_ctx = 4096;
+  const std::string script(400, 'z');
+  o.scripted_outputs = {script};
+  o.drain_s = 60;
+  TestServer s(o);
+  std::pair<int, Json> streamed_result, plain_result;
+  Json streaming = user_chat("hi");
+  streaming["stream"] = true;
+  std::string stream_body;
+  std::thread a([&] {
+    auto res = s.client()->Post("/v1/chat/completions", streaming.dump(), "application/json");
+    if (res) stream_body = res->body;
+  });
+  std::thread b([&] { plain_result = s.post("/v1/chat/completions", user_chat("hello")); });
+  ASSERT_TRUE(wait_for_metric(s, "k3_requests_processing 2"));
+  std::thread stopper([&] { s.server().shutdown(); });
+  // While the two run, a newcomer is turned away.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  expect_error(s.post("/v1/chat/completions", user_chat("late")), 503, "unavailable_error");
+  a.join();
+  b.join();
+  stopper.join();
+  // Both answers are whole, not cut off by the shutdown (the scripted text has no think
+  // close, so it is all reasoning).
+  ASSERT_EQ(plain_result.first, 200) << plain_result.second.dump();
+  EXPECT_EQ(plain_result.second["choices"][0]["message"]["reasoning_content"], script);
+  EXPECT_EQ(plain_result.second["choices"][0]["finish_reason"], "stop");
+  std::vector<std::string> ev = sse_events(stream_body);
+  ASSERT_GE(ev.size(), 3u);
+  EXPECT_EQ(ev.back(), "[DONE]");
+  Json last = Json::parse(ev[ev.size() - 2]);
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
+}
+
+TEST(ServerShutdown, DrainTimeoutEndsWhatIsLeftWith503) {
+  ServerOptions o = default_options();
+  o.sched.n_ctx = 8192;
+  o.scripted_outputs = {std::string(6000, 'y')};
+  o.drain_s = 0.3;
+  TestServer s(o);
+  std::pair<int, Json> r;
+  std::thread a([&] { r = s.post("/v1/chat/completions", user_chat("hi")); });
+  ASSERT_TRUE(wait_for_metric(s, "k3_requests_processing 1"));
+  const auto t0 = std::chrono::steady_clock::now();
+  s.server().shutdown();
+  a.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  expect_error(r, 503, "unavailable_error");
+}
+
 }  // namespace
 }  // namespace k3::server::test
