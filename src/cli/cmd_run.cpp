@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/embedded_model.h"
+#include "cli/memory_flags.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "gguf/file.h"
@@ -21,6 +22,7 @@
 #include "runtime/eval_logits.h"
 #include "runtime/generate.h"
 #include "runtime/sampler.h"
+#include "store/install.h"
 #include "text/tokenizer.h"
 
 namespace k3::cli {
@@ -63,6 +65,8 @@ int cmd_run(int argc, char** argv) {
   app.add_flag("--ignore-eos", ignore_eos, "do not stop at end-of-generation tokens");
   app.add_flag("--echo", echo, "print the prompt before the generated text");
   app.add_flag("--no-special", no_special, "do not print control tokens (<|open|>, ...) in the output");
+  MemoryFlags mem_flags;
+  add_memory_flags(app, mem_flags);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -76,6 +80,8 @@ int cmd_run(int argc, char** argv) {
   if (threads < 0) return usage("--threads must be >= 0");
   if (n_ctx < 0) return usage("--ctx must be >= 0");
   if (n_ubatch < 1) return usage("--ubatch must be >= 1");
+  store::MemoryOptions mem;
+  if (std::string err = to_memory_options(mem_flags, mem); !err.empty()) return usage(err);
   if (!seed) seed = std::random_device{}();
   sp.seed = *seed;
   std::unique_ptr<runtime::Sampler> sampler;
@@ -111,6 +117,11 @@ int cmd_run(int argc, char** argv) {
   eo.n_ctx = n_ctx;
   eo.n_ubatch = n_ubatch;
   eo.cache_type = cache_type == "f16" ? model::CacheType::F16 : model::CacheType::F32;
+  store::EngineShape shape;
+  shape.n_ctx = n_ctx > 0 ? n_ctx : (model->hparams().n_ctx_train ? model->hparams().n_ctx_train : 4096);
+  shape.n_ubatch = n_ubatch;
+  shape.cache_f16 = eo.cache_type == model::CacheType::F16;
+  store::ExpertStore* xstore = store::install_store(*model, mem, shape);
   runtime::Engine engine(model, eo);
 
   runtime::GenerateOptions go;
@@ -147,6 +158,10 @@ int cmd_run(int argc, char** argv) {
              "({:.2f} tok/s) | stop: {}\n",
              st.n_prompt, st.prompt_seconds, st.prompt_tps(), st.n_generated, st.gen_seconds,
              st.gen_tps(), st.stop);
+  if (xstore)
+    fmt::print(stderr, "{}\n",
+               store::summary_line(xstore->stats(), static_cast<double>(st.n_prompt + st.n_gen_decoded),
+                                   st.prompt_seconds + st.gen_seconds));
   return 0;
 }
 

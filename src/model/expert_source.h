@@ -32,6 +32,13 @@ class ExpertSource {
   virtual void will_need(uint32_t layer, std::span<const int32_t> experts) = 0;
   virtual ExpertWeights acquire(uint32_t layer, int32_t expert) = 0;
   virtual void release(uint32_t layer, int32_t expert) = 0;
+  // Optional prefetch hint, called once per MoE layer right after will_need(): the layer's
+  // router input (n_tok rows of n_embd normed floats, valid only during the call). A
+  // streaming store may run the next MoE layer's router on it to start that layer's reads
+  // while this layer computes; the mapped store ignores it.
+  virtual void router_input_hint(uint32_t layer, const float* xn, int64_t n_tok) {
+    (void)layer, (void)xn, (void)n_tok;
+  }
 };
 
 // The in-place store: views straight into the mapped GGUF (no copy, no repack). Binds and

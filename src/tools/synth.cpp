@@ -39,7 +39,9 @@ TypeRule parse_type_rule(std::string_view text) {
   return r;
 }
 
-std::vector<std::string> synth_preset_names() { return {"tiny", "bench-m", "kimi-k3", "kimi-k3-reap55"}; }
+std::vector<std::string> synth_preset_names() {
+  return {"tiny", "bench-m", "bench-m-896", "kimi-k3", "kimi-k3-reap55"};
+}
 
 namespace {
 
@@ -114,6 +116,17 @@ SynthConfig synth_preset(std::string_view name) {
     c.rules = k3_recipe();
     return c;
   }
+  if (name == "bench-m-896") {
+    // The larger-than-RAM test model of the expert store (docs/expert-store.md): bench-m's
+    // trunk with K3's 896 experts, expert FFN 1024 and 26 layers, about 17 GB (16 GiB), so
+    // it is over 3x a 5 GiB memory limit. The routed experts are ~94% of the file.
+    SynthConfig c = synth_preset("bench-m");
+    c.name = "bench-m-896";
+    c.n_expert = 896;
+    c.n_ff_exp = 1024;
+    c.n_layer = 26;
+    return c;
+  }
   if (name == "kimi-k3") {
     SynthConfig c = full_k3();
     c.name = "kimi-k3";
@@ -125,7 +138,7 @@ SynthConfig synth_preset(std::string_view name) {
     c.n_expert = 400;  // REAP: 896 → 400 experts in every MoE layer
     return c;
   }
-  fail("unknown synth preset '{}' (presets: tiny, bench-m, kimi-k3, kimi-k3-reap55)", name);
+  fail("unknown synth preset '{}' (presets: tiny, bench-m, bench-m-896, kimi-k3, kimi-k3-reap55)", name);
 }
 
 std::vector<bool> synth_mla_map(const SynthConfig& c) {

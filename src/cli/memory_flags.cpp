@@ -1,0 +1,44 @@
+// cli/memory_flags: --ram-budget / --mmap and the store's tuning flags (see memory_flags.h).
+#include "cli/memory_flags.h"
+
+#include <CLI/CLI.hpp>
+
+#include "core/error.h"
+
+namespace k3::cli {
+
+void add_memory_flags(CLI::App& app, MemoryFlags& f) {
+  app.add_option("--ram-budget", f.ram_budget,
+                 "stream routed experts from disk, keeping at most SIZE resident (trunk, state, buffers and "
+                 "an expert cache; e.g. 5G, 512M, unlimited); the plan is printed and a budget too small "
+                 "is refused with the minimum named (docs/expert-store.md)");
+  app.add_flag("--mmap", f.mmap, "map the file and let the page cache hold what it can (the default)");
+  app.add_option("--expert-eviction", f.eviction,
+                 "expert cache policy with --ram-budget: lfu (decayed use frequency) or lru (default lfu)");
+  app.add_flag("--no-expert-prediction", f.no_prediction,
+               "with --ram-budget: do not prefetch the next layer's predicted experts");
+  app.add_option("--expert-io", f.io, "with --ram-budget: auto (io_uring, else pread) or pread (default auto)");
+  app.add_option("--expert-io-depth", f.io_depth, "with --ram-budget: expert reads in flight (default 32)");
+}
+
+std::string to_memory_options(const MemoryFlags& f, store::MemoryOptions& out) {
+  out = {};
+  if (f.mmap && !f.ram_budget.empty()) return "--mmap and --ram-budget exclude each other";
+  if (f.io != "auto" && f.io != "pread") return "--expert-io must be auto or pread";
+  if (f.io_depth < 1 || f.io_depth > 4096) return "--expert-io-depth must be in 1…4096";
+  try {
+    out.eviction = store::parse_eviction(f.eviction);
+    if (!f.ram_budget.empty()) {
+      out.streaming = true;
+      out.ram_budget = store::parse_size(f.ram_budget);
+    }
+  } catch (const Error& e) {
+    return e.what();
+  }
+  out.predict = !f.no_prediction;
+  out.force_pread = f.io == "pread";
+  out.io_depth = f.io_depth;
+  return {};
+}
+
+}  // namespace k3::cli

@@ -1,0 +1,67 @@
+// store/install: plan, build and install the streaming store (see install.h).
+#include "store/install.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "core/error.h"
+#include "gguf/file.h"
+
+#include "model/hparams.h"
+#include "model/model.h"
+
+namespace k3::store {
+
+std::unique_ptr<ExpertStore> build_store(const model::Model& m, const MemoryOptions& opt, const EngineShape& shape,
+                                         bool quiet) {
+  if (!opt.streaming) return nullptr;
+  const model::HParams& hp = m.hparams();
+  if (hp.n_layer_dense_lead >= hp.n_layer) return nullptr;
+  for (const gguf::Shard& sh : m.gguf().shards())
+    if (sh.path.rfind("/proc/", 0) == 0 || !std::filesystem::is_regular_file(sh.path))
+      fail("--ram-budget streams experts from the model file; this model is not a plain file ({}): "
+           "give one with -m, or use --mmap", sh.path);
+  const MemoryPlan plan = plan_memory(m, opt.ram_budget, shape);
+  std::unique_ptr<ExpertStore> s = make_expert_store(m, plan, opt);
+  if (!quiet) {
+    fmt::print(stderr, "{}", plan_table(plan));
+    fmt::print(stderr, "  reads: {}{}, {} in flight; eviction {}; next-layer prediction {}; trunk {}\n",
+               s->backend(), s->direct_io() ? " + O_DIRECT" : " (buffered: O_DIRECT refused)", opt.io_depth,
+               eviction_name(opt.eviction), opt.predict ? "on" : "off",
+               s->trunk_locked() ? "locked" : "not locked (no mlock permission)");
+    std::fflush(stderr);
+  }
+  return s;
+}
+
+ExpertStore* install_store(model::Model& m, const MemoryOptions& opt, const EngineShape& shape, bool quiet) {
+  std::unique_ptr<ExpertStore> s = build_store(m, opt, shape, quiet);
+  ExpertStore* raw = s.get();
+  if (s) m.set_expert_source(std::move(s));
+  return raw;
+}
+
+ExpertStore* find_store(const model::Model& m) {
+  const model::HParams& hp = m.hparams();
+  if (hp.n_layer_dense_lead >= hp.n_layer) return nullptr;
+  return dynamic_cast<ExpertStore*>(&m.experts());
+}
+
+std::string describe(const ExpertStore* s) {
+  if (!s) return "mmap";
+  return fmt::format("stream ({}{}, {}, {} slots)", s->backend(), s->direct_io() ? ", O_DIRECT" : "",
+                     eviction_name(s->eviction()), s->plan().slots);
+}
+
+std::string summary_line(const StoreStats& s, double tokens, double seconds) {
+  return fmt::format(
+      "expert store: read {:.1f} MiB ({:.2f} MiB/token) at {:.2f} GB/s while busy | hit rate {:.1f}% | "
+      "prefetched {:.1f}% | prediction recall {:.1f}% precision {:.1f}% | I/O wait {:.1f}% of {:.2f} s",
+      s.bytes_read / 1048576.0, tokens > 0 ? s.bytes_read / 1048576.0 / tokens : 0.0, s.busy_bw() / 1e9,
+      100 * s.hit_rate(), s.needed ? 100.0 * s.prefetched / s.needed : 0.0, 100 * s.prediction_recall(),
+      100 * s.prediction_precision(), seconds > 0 ? 100 * s.io_wait_s / seconds : 0.0, seconds);
+}
+
+}  // namespace k3::store

@@ -1,0 +1,35 @@
+// store/install: the one call a command makes to honour --ram-budget / --mmap.
+// Contract: in mmap mode install_store() changes nothing and returns null. In streaming
+// mode it plans memory for the engine shape (store/memory_plan.h; throws k3::Error naming
+// the minimum budget when the budget is too small), prints the plan to stderr unless
+// `quiet`, builds the store and installs it as the model's expert source, returning it (the
+// model owns it). A model without MoE layers needs no store: null. find_store() returns
+// the store behind a model's expert source, or null (mmap mode, or wrapped by a tool).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "store/expert_store.h"
+#include "store/memory_options.h"
+#include "store/memory_plan.h"
+
+namespace k3::model {
+class Model;
+class ExpertSource;
+}
+
+namespace k3::store {
+
+ExpertStore* install_store(model::Model& m, const MemoryOptions& opt, const EngineShape& shape, bool quiet = false);
+// The same store, planned and built but not installed (for tools that wrap it); null in
+// mmap mode or for a model without MoE layers.
+std::unique_ptr<ExpertStore> build_store(const model::Model& m, const MemoryOptions& opt, const EngineShape& shape,
+                                         bool quiet = false);
+ExpertStore* find_store(const model::Model& m);
+// "mmap" or "stream (io_uring, O_DIRECT, lru, 1234 slots)", for banners.
+std::string describe(const ExpertStore* s);
+// One line of telemetry over `tokens` tokens and `seconds` of wall time, for stderr.
+std::string summary_line(const StoreStats& s, double tokens, double seconds);
+
+}  // namespace k3::store

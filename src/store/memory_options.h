@@ -1,0 +1,34 @@
+// store/memory_options: how a command keeps the model's weights in memory — the `--mmap`
+// page-cache mode (the mapped GGUF, today's behaviour and the baseline) or a RAM budget
+// honoured by the streaming expert store (store/expert_store.h).
+// Contract: parse_size() accepts a byte count with an optional K/M/G/T suffix (powers of
+// 1024, optional trailing "B" or "iB", case-insensitive, decimals allowed: "5G", "512M",
+// "1.5GiB") or "unlimited" (a cache large enough for every expert); anything else throws
+// k3::Error naming the flag. The policy names are "lru" and "lfu".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace k3::store {
+
+enum class Eviction { LRU, LFU };
+
+struct MemoryOptions {
+  bool streaming = false;           // false: --mmap (page cache), the default
+  uint64_t ram_budget = 0;          // bytes; kUnlimited: cache every expert
+  Eviction eviction = Eviction::LFU;  // measured: 2% fewer bytes read than LRU (bench/LADDER.md)
+  bool predict = true;              // prefetch the next layer's predicted experts
+  bool force_pread = false;         // use the pread thread pool even where io_uring works
+  int io_depth = 32;                // reads in flight
+};
+
+constexpr uint64_t kUnlimited = UINT64_MAX;
+
+uint64_t parse_size(std::string_view text, std::string_view flag = "--ram-budget");
+std::string format_size(uint64_t bytes);  // "5.00 GiB", "512.0 MiB", "unlimited"
+Eviction parse_eviction(std::string_view text);
+const char* eviction_name(Eviction e);
+
+}  // namespace k3::store
