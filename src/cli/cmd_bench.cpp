@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/legacy_flags.h"
+#include "cli/memory_flags.h"
 #include "tools/bench.h"
 
 namespace k3::cli {
@@ -28,6 +29,11 @@ int cmd_bench(int argc, char** argv) {
   app.add_flag("--remeasure-bw", o.remeasure_bw, "measure memory bandwidth again and update the cache");
   app.add_flag("--no-bw", no_bw, "skip the memory-bandwidth roofline");
   app.add_option("--bw-cache", o.bw_cache_path, "bandwidth cache file (default ~/.cache/k3/membw.json)");
+  MemoryFlags mem_flags;
+  add_memory_flags(app, mem_flags);
+  bool no_disk_bw = false, no_warmup = false;
+  app.add_flag("--no-warmup", no_warmup, "skip the untimed warm-up repetition (cold-start numbers)");
+  app.add_flag("--no-disk-bw", no_disk_bw, "with --ram-budget: skip measuring the disk's O_DIRECT read bandwidth");
   LegacyFlags args(argc, argv, {{"-ub", "--ubatch-size"}});
   try {
     app.parse(args.argc(), args.argv());
@@ -35,6 +41,12 @@ int cmd_bench(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   o.measure_bw = !no_bw;
+  o.measure_disk_bw = !no_disk_bw;
+  o.warmup = !no_warmup;
+  if (std::string err = to_memory_options(mem_flags, o.memory); !err.empty()) {
+    fmt::print(stderr, "error: {}\n", err);
+    return 2;
+  }
   const tools::BenchResult r = tools::run_bench(o);
   if (json) fmt::print("{}\n", tools::bench_json(r));
   else fmt::print("{}", tools::bench_table(r));

@@ -2,8 +2,8 @@
 // A job is published by bumping an atomic generation counter; workers spin on it for a short
 // while (decode issues hundreds of small jobs per token, and a futex wake costs more than the
 // job) and then fall back to sleeping on a condition variable, so an idle pool costs nothing.
-// The caller runs chunk 0 itself and then waits (spin, then sleep) for the remaining-count to
-// reach zero.
+// Chunks are claimed through one atomic word (the caller claims too), and the caller waits
+// (spin, then sleep) until every chunk is finished.
 #include "core/thread_pool.h"
 
 #include <immintrin.h>
@@ -47,72 +47,90 @@ bool spin_until(Pred pred) {
 
 struct ThreadPool::Impl {
   std::vector<std::thread> workers;
-  std::atomic<uint64_t> generation{0};
-  std::atomic<int> remaining{0};
+  // The published job: generation (bits 32..63), next unclaimed chunk (16..31) and chunk
+  // count (0..15) in one word, so claiming a chunk is one CAS that also proves the claim
+  // belongs to this generation's job.
+  std::atomic<uint64_t> state{0};
+  std::atomic<int> done{0};              // chunks finished in the current job
   std::atomic<bool> stop{false};
   std::atomic<bool> busy{false};
   std::mutex mu;
   std::condition_variable cv;            // workers sleep here between jobs
   std::mutex done_mu;
   std::condition_variable done_cv;       // the caller sleeps here if a job runs long
-  // Job description, written before generation is bumped (release) and read after (acquire).
+  // Job description, written before the state is published (release) and read only after a
+  // successful claim (acquire).
   const RangeFn* fn = nullptr;
   int64_t n = 0;
-  int n_chunks = 0;
 
-  void run_chunk(int idx) const {
-    const int64_t begin = n * idx / n_chunks, end = n * (idx + 1) / n_chunks;
-    if (begin < end) (*fn)(begin, end, idx);
-  }
+  static uint32_t gen_of(uint64_t s) { return static_cast<uint32_t>(s >> 32); }
 
-  void worker(int idx) {
-    uint64_t seen = 0;
+  // Claims and runs chunks of job `gen` until none is left. Chunks are claimed, not assigned:
+  // a worker that is asleep or descheduled (a shared machine) leaves its chunk to whoever
+  // comes first, so nobody waits for a thread that has not started.
+  void run_chunks(uint32_t gen, int thread) {
+    uint64_t s = state.load(std::memory_order_acquire);
     for (;;) {
-      uint64_t g = generation.load(std::memory_order_acquire);
-      if (g == seen) {
-        spin_until([&] { return generation.load(std::memory_order_acquire) != seen; });
-        g = generation.load(std::memory_order_acquire);
-      }
-      if (g == seen) {
-        std::unique_lock<std::mutex> lk(mu);
-        cv.wait(lk, [&] { return generation.load(std::memory_order_acquire) != seen; });
-        g = generation.load(std::memory_order_acquire);
-      }
-      if (stop.load(std::memory_order_acquire)) return;
-      seen = g;
-      if (idx < n_chunks) run_chunk(idx);
-      if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      if (gen_of(s) != gen) return;
+      const int next = static_cast<int>((s >> 16) & 0xFFFF), count = static_cast<int>(s & 0xFFFF);
+      if (next >= count) return;
+      if (!state.compare_exchange_weak(s, s + (uint64_t{1} << 16), std::memory_order_acq_rel,
+                                       std::memory_order_acquire))
+        continue;
+      const int64_t begin = n * next / count, end = n * (next + 1) / count;
+      if (begin < end) (*fn)(begin, end, thread);
+      if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == count) {
         std::lock_guard<std::mutex> lk(done_mu);  // orders with the caller's predicate check
         done_cv.notify_one();
       }
+      s = state.load(std::memory_order_acquire);
     }
   }
 
-  void publish() {
+  void worker(int idx) {
+    uint32_t seen = 0;
+    auto fresh = [&] { return gen_of(state.load(std::memory_order_acquire)) != seen; };
+    for (;;) {
+      if (!fresh() && !spin_until(fresh)) {
+        std::unique_lock<std::mutex> lk(mu);
+        cv.wait(lk, fresh);
+      }
+      if (stop.load(std::memory_order_acquire)) return;
+      seen = gen_of(state.load(std::memory_order_acquire));
+      run_chunks(seen, idx);
+    }
+  }
+
+  // Publishes a job of `chunks` chunks (0 for the stop signal); returns its generation.
+  uint32_t publish(int chunks) {
+    uint32_t gen;
     {
       // Under the mutex so a worker between its predicate check and its wait cannot miss it.
       std::lock_guard<std::mutex> lk(mu);
-      generation.fetch_add(1, std::memory_order_acq_rel);
+      gen = gen_of(state.load(std::memory_order_relaxed)) + 1;
+      state.store(static_cast<uint64_t>(gen) << 32 | static_cast<uint64_t>(chunks), std::memory_order_release);
     }
     cv.notify_all();
+    return gen;
   }
 };
 
 ThreadPool::ThreadPool(int n_threads) : impl_(std::make_unique<Impl>()) {
-  n_threads_ = std::max(1, n_threads);
+  n_threads_ = std::clamp(n_threads, 1, 4096);
   for (int i = 1; i < n_threads_; ++i) impl_->workers.emplace_back([this, i] { impl_->worker(i); });
 }
 
 ThreadPool::~ThreadPool() {
   impl_->stop.store(true, std::memory_order_release);
-  impl_->publish();
+  impl_->publish(0);
   for (auto& t : impl_->workers) t.join();
 }
 
-void ThreadPool::parallel_for(int64_t n, const RangeFn& fn, int64_t grain) {
+void ThreadPool::parallel_for(int64_t n, const RangeFn& fn, int64_t grain, int chunks_per_thread) {
   if (n <= 0) return;
   const int64_t max_chunks = std::max<int64_t>(1, n / std::max<int64_t>(1, grain));
-  const int chunks = static_cast<int>(std::min<int64_t>(n_threads_, max_chunks));
+  const int64_t want = n_threads_ > 1 ? int64_t{n_threads_} * std::clamp(chunks_per_thread, 1, 64) : 1;
+  const int chunks = static_cast<int>(std::min<int64_t>({want, max_chunks, 0xFFFF}));
   bool expected = false;
   if (chunks <= 1 || !impl_->busy.compare_exchange_strong(expected, true)) {
     fn(0, n, 0);  // serial: tiny job, or a nested/concurrent call
@@ -121,14 +139,13 @@ void ThreadPool::parallel_for(int64_t n, const RangeFn& fn, int64_t grain) {
   Impl& s = *impl_;
   s.fn = &fn;
   s.n = n;
-  s.n_chunks = chunks;
-  s.remaining.store(n_threads_ - 1, std::memory_order_release);
-  s.publish();
-  s.run_chunk(0);
-  auto done = [&] { return s.remaining.load(std::memory_order_acquire) == 0; };
-  if (!spin_until(done)) {
+  s.done.store(0, std::memory_order_relaxed);
+  const uint32_t gen = s.publish(chunks);
+  s.run_chunks(gen, 0);
+  auto finished = [&] { return s.done.load(std::memory_order_acquire) == chunks; };
+  if (!spin_until(finished)) {
     std::unique_lock<std::mutex> lk(s.done_mu);
-    s.done_cv.wait(lk, done);
+    s.done_cv.wait(lk, finished);
   }
   s.busy.store(false, std::memory_order_release);
 }

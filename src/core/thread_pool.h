@@ -1,7 +1,11 @@
 // core/thread_pool: a persistent pool of worker threads for data-parallel loops.
 // Contract: parallel_for(n, fn) calls fn(begin, end, thread_index) over disjoint ranges that
-// cover [0, n) and returns when all are done; the calling thread takes part. Nested calls
-// from inside fn run serially. size() counts the caller.
+// cover [0, n) (at most size()·chunks_per_thread ranges, each at least `grain` long when there
+// are several) and
+// returns when all are done; the calling thread takes part. thread_index (0 = the caller,
+// < size()) names the thread running the range; one thread may run several ranges, one
+// after another, if another thread is slow to start. Nested calls from inside fn run
+// serially. size() counts the caller.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +23,10 @@ class ThreadPool {
 
   int size() const { return n_threads_; }
   using RangeFn = std::function<void(int64_t begin, int64_t end, int thread)>;
-  // grain: the smallest range worth handing to one thread.
-  void parallel_for(int64_t n, const RangeFn& fn, int64_t grain = 1);
+  // grain: the smallest range worth handing to one thread. chunks_per_thread > 1 cuts the
+  // work finer, so that when a thread is preempted mid-job (a shared machine) the others take
+  // over all but its current chunk instead of waiting for the rest of its share.
+  void parallel_for(int64_t n, const RangeFn& fn, int64_t grain = 1, int chunks_per_thread = 1);
 
   // Default thread count for this machine (physical cores, capped by what the
   // bandwidth-bound work can use).

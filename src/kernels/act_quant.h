@@ -27,5 +27,8 @@ static_assert(sizeof(BlockQ8KA) == 292);
 
 void quantize_act_q8_0(const float* x, BlockQ8_0A* y, int64_t n);
 void quantize_act_q8_k(const float* x, BlockQ8KA* y, int64_t n);
+// Plain-C twins of the (AVX2) functions above; the results are identical byte for byte.
+void quantize_act_q8_0_scalar(const float* x, BlockQ8_0A* y, int64_t n);
+void quantize_act_q8_k_scalar(const float* x, BlockQ8KA* y, int64_t n);
 
 }  // namespace k3::kernels

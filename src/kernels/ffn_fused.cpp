@@ -25,28 +25,25 @@ void matmul_gate_up_situ(const WeightView& gate, const WeightView& up, const flo
       situ(g.data() + t * gate.rows, u.data() + t * gate.rows, y + t * y_stride, gate.rows, beta, lambda);
     return;
   }
-  const int64_t cols = gate.cols;
-  size_t act_stride = 0;
-  const uint8_t* act = static_cast<const uint8_t*>(
-      prepare_activations(*k, x, n_tok, cols, x_stride, pool, act_stride));
+  struct Consts {
+    float beta, lambda;
+  } c{beta, lambda};
+  RowTask t;
+  t.k = k;
+  t.w = &gate;
+  t.up = &up;
+  t.act_fn = [](const float* g, const float* u, float* yy, int64_t n, const void* ctx) {
+    const Consts& cc = *static_cast<const Consts*>(ctx);
+    situ(g, u, yy, n, cc.beta, cc.lambda);
+  };
+  t.act_ctx = &c;
+  t.act = static_cast<const uint8_t*>(prepare_activations(*k, x, n_tok, gate.cols, x_stride, pool, t.act_stride));
+  t.n_tok = n_tok;
+  t.y = y;
+  t.y_stride = y_stride;
   const size_t pair_bytes = std::max<size_t>(1, gate.row_stride + up.row_stride);
   const int64_t grain = n_tok == 1 ? std::max<int64_t>(1, static_cast<int64_t>(kMinDecodeBytes / pair_bytes)) : 1;
-  const int64_t tile = std::max<int64_t>(1, static_cast<int64_t>(kTileBytes / pair_bytes));
-  run_parallel(pool, gate.rows, grain, [&](int64_t r0, int64_t r1, int) {
-    float g[kMaxDotTokens], u[kMaxDotTokens];
-    for (int64_t rt = r0; rt < r1; rt += tile) {
-      const int64_t re = std::min(r1, rt + tile);
-      for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxDotTokens) {
-        const int nt = static_cast<int>(std::min<int64_t>(kMaxDotTokens, n_tok - t0));
-        const uint8_t* a = act + static_cast<size_t>(t0) * act_stride;
-        for (int64_t r = rt; r < re; ++r) {
-          k->dot(cols, gate.row(r), a, act_stride, nt, g);
-          k->dot(cols, up.row(r), a, act_stride, nt, u);
-          for (int i = 0; i < nt; ++i) y[(t0 + i) * y_stride + r] = situ_one(g[i], u[i], beta, lambda);
-        }
-      }
-    }
-  });
+  run_parallel(pool, gate.rows, grain, [&](int64_t r0, int64_t r1, int) { run_rows(t, r0, r1); });
 }
 
 }  // namespace k3::kernels

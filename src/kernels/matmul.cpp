@@ -1,10 +1,7 @@
 // kernels/matmul: the dispatch of y = W·x onto the per-type dot kernels (vec_dot.h).
 // Activations are converted to the type's activation format once per call; rows are split
-// into one contiguous range per thread (so each thread streams its own part of W once).
-// Decode (one token): every row is one streamed dot. Prefill: rows are taken in tiles small
-// enough to stay in L2, and each tile meets the tokens kMaxDotTokens at a time, so every
-// weight block is decoded once per token group instead of once per token, and W leaves
-// memory once per call.
+// into a few contiguous chunks per thread, claimed dynamically (each chunk a long stream of W,
+// read once) and run by run_rows (matmul_detail.h: decode streams rows, prefill tiles them).
 #include "kernels/matmul.h"
 
 #include <algorithm>
@@ -17,7 +14,7 @@
 namespace k3::kernels {
 
 void run_parallel(ThreadPool* pool, int64_t n, int64_t grain, const ThreadPool::RangeFn& fn) {
-  if (pool) pool->parallel_for(n, fn, grain);
+  if (pool) pool->parallel_for(n, fn, grain, kChunksPerThread);
   else fn(0, n, 0);
 }
 
@@ -56,6 +53,49 @@ const void* prepare_activations(const DotKernel& k, const float* x, int64_t n_to
   return dst;
 }
 
+void run_rows(const RowTask& t, int64_t r0, int64_t r1) {
+  const DotKernel& k = *t.k;
+  const WeightView& w = *t.w;
+  const int64_t cols = w.cols;
+  if (t.n_tok == 1) {
+    for (int64_t r = r0; r < r1; ++r) k.dot(cols, w.row(r), t.act, t.act_stride, 1, t.y + r);
+    if (t.up) {
+      // Gate rows (into y), then the up rows: each matrix one sequential stream; then the
+      // gate function over the whole run.
+      thread_local std::vector<float> ubuf;
+      ubuf.resize(static_cast<size_t>(r1 - r0));
+      for (int64_t r = r0; r < r1; ++r) k.dot(cols, t.up->row(r), t.act, t.act_stride, 1, &ubuf[r - r0]);
+      t.act_fn(t.y + r0, ubuf.data(), t.y + r0, r1 - r0, t.act_ctx);
+    }
+    return;
+  }
+  const size_t tile_bytes = std::max<size_t>(1, w.row_stride + (t.up ? t.up->row_stride : 0));
+  const int64_t tile = std::max<int64_t>(1, static_cast<int64_t>(kTileBytes / tile_bytes));
+  float g[kMaxDotTokens], u[kMaxDotTokens];
+  // Fused pairs: the tile's up outputs per token, the gate function then runs on whole rows.
+  thread_local std::vector<float> ubuf;
+  if (t.up) ubuf.resize(static_cast<size_t>(tile * kMaxDotTokens));
+  for (int64_t rt = r0; rt < r1; rt += tile) {
+    const int64_t re = std::min(r1, rt + tile), len = re - rt;
+    for (int64_t t0 = 0; t0 < t.n_tok; t0 += kMaxDotTokens) {
+      const int nt = static_cast<int>(std::min<int64_t>(kMaxDotTokens, t.n_tok - t0));
+      const uint8_t* a = t.act + static_cast<size_t>(t0) * t.act_stride;
+      float* y = t.y + t0 * t.y_stride;
+      for (int64_t r = rt; r < re; ++r) {
+        k.dot(cols, w.row(r), a, t.act_stride, nt, g);
+        for (int i = 0; i < nt; ++i) y[i * t.y_stride + r] = g[i];
+        if (t.up) {
+          k.dot(cols, t.up->row(r), a, t.act_stride, nt, u);
+          for (int i = 0; i < nt; ++i) ubuf[i * len + (r - rt)] = u[i];
+        }
+      }
+      if (t.up)
+        for (int i = 0; i < nt; ++i)
+          t.act_fn(y + i * t.y_stride + rt, ubuf.data() + i * len, y + i * t.y_stride + rt, len, t.act_ctx);
+    }
+  }
+}
+
 void matmul(const WeightView& w, const float* x, int64_t n_tok, float* y, ThreadPool* pool,
             int64_t x_stride, int64_t y_stride) {
   if (x_stride < 0) x_stride = w.cols;
@@ -66,36 +106,17 @@ void matmul(const WeightView& w, const float* x, int64_t n_tok, float* y, Thread
     matmul_fallback(w, x, n_tok, y, pool, x_stride, y_stride);
     return;
   }
-
-  const int64_t cols = w.cols;
-  size_t act_stride = 0;
-  const void* act = prepare_activations(*k, x, n_tok, cols, x_stride, pool, act_stride);
-  const uint8_t* act_bytes = static_cast<const uint8_t*>(act);
+  RowTask t;
+  t.k = k;
+  t.w = &w;
+  t.act = static_cast<const uint8_t*>(prepare_activations(*k, x, n_tok, w.cols, x_stride, pool, t.act_stride));
+  t.n_tok = n_tok;
+  t.y = y;
+  t.y_stride = y_stride;
   const size_t row_bytes = std::max<size_t>(1, w.row_stride);
-
-  if (n_tok == 1) {
-    const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(kMinDecodeBytes / row_bytes));
-    run_parallel(pool, w.rows, grain, [&](int64_t r0, int64_t r1, int) {
-      for (int64_t r = r0; r < r1; ++r) k->dot(cols, w.row(r), act, act_stride, 1, y + r);
-    });
-    return;
-  }
-
-  const int64_t tile = std::max<int64_t>(1, static_cast<int64_t>(kTileBytes / row_bytes));
-  run_parallel(pool, w.rows, 1, [&](int64_t r0, int64_t r1, int) {
-    float tmp[kMaxDotTokens];
-    for (int64_t rt = r0; rt < r1; rt += tile) {
-      const int64_t re = std::min(r1, rt + tile);
-      for (int64_t t0 = 0; t0 < n_tok; t0 += kMaxDotTokens) {
-        const int nt = static_cast<int>(std::min<int64_t>(kMaxDotTokens, n_tok - t0));
-        const uint8_t* a = act_bytes + static_cast<size_t>(t0) * act_stride;
-        for (int64_t r = rt; r < re; ++r) {
-          k->dot(cols, w.row(r), a, act_stride, nt, tmp);
-          for (int i = 0; i < nt; ++i) y[(t0 + i) * y_stride + r] = tmp[i];
-        }
-      }
-    }
-  });
+  const int64_t grain =
+      n_tok == 1 ? std::max<int64_t>(1, static_cast<int64_t>(kMinDecodeBytes / row_bytes)) : 1;
+  run_parallel(pool, w.rows, grain, [&](int64_t r0, int64_t r1, int) { run_rows(t, r0, r1); });
 }
 
 }  // namespace k3::kernels

@@ -28,6 +28,10 @@ struct WeightView {
   const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * row_stride; }
 };
 
+// y[i] = f(g[i], u[i]) for i < n, the gate/up pair of a fused product (e.g. SiTU with the
+// model's constants); y may alias g. Called on runs of outputs so it can be vectorised.
+using GateUpFn = void (*)(const float* g, const float* u, float* y, int64_t n, const void* ctx);
+
 void matmul(const WeightView& w, const float* x, int64_t n_tok, float* y, ThreadPool* pool,
             int64_t x_stride = -1, int64_t y_stride = -1);
 

@@ -1,14 +1,19 @@
-// kernels/matmul_detail: pieces of the matmul driver shared with the fused kernels
-// (private to kernels/).
+// kernels/matmul_detail: pieces of the matmul driver shared with the fused and batched
+// kernels (private to kernels/).
 // Contract: prepare_activations returns x converted to k's activation format (one row per
 // token, act_stride bytes apart), valid until this thread's next call; F32 returns x itself.
-// run_parallel runs fn over [0, n) on the pool, or inline without one.
+// run_parallel runs fn over [0, n) on the pool, or inline without one. run_rows computes rows
+// [r0, r1) of one product (or fused gate/up pair) for all its tokens from converted
+// activations: decode (one token) streams each row once; prefill walks the rows in L2-sized
+// tiles and meets the tokens kMaxDotTokens at a time, so each weight block is decoded once per
+// token group and W leaves memory once per call.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "core/thread_pool.h"
+#include "kernels/matmul.h"
 #include "kernels/vec_dot.h"
 
 namespace k3::kernels {
@@ -19,5 +24,24 @@ inline constexpr size_t kMinDecodeBytes = 16 * 1024;   // smallest weight slice 
 const void* prepare_activations(const DotKernel& k, const float* x, int64_t n_tok, int64_t cols,
                                 int64_t x_stride, ThreadPool* pool, size_t& act_stride);
 void run_parallel(ThreadPool* pool, int64_t n, int64_t grain, const ThreadPool::RangeFn& fn);
+// Matmul work is cut into this many claimable chunks per thread (ThreadPool::parallel_for):
+// each chunk is still a long contiguous stream of rows, and a preempted thread holds up at
+// most one chunk.
+inline constexpr int kChunksPerThread = 8;
+
+struct RowTask {
+  const DotKernel* k = nullptr;
+  const WeightView* w = nullptr;
+  const WeightView* up = nullptr;  // fused pair when set: y = act_fn(w·x, up·x, act_ctx)
+  GateUpFn act_fn = nullptr;
+  const void* act_ctx = nullptr;
+  const uint8_t* act = nullptr;    // converted activations, act_stride bytes per token
+  size_t act_stride = 0;
+  int64_t n_tok = 0;
+  float* y = nullptr;
+  int64_t y_stride = 0;
+};
+
+void run_rows(const RowTask& t, int64_t r0, int64_t r1);
 
 }  // namespace k3::kernels

@@ -14,6 +14,40 @@
 #include "quant/codec.h"
 
 namespace k3::model {
+namespace {
+
+// Sequence-mixing sublayers (KDA, MLA) run over the micro-batch in slices of kMixSlice tokens,
+// so their per-token temporaries (KDA ~8 rows of H·D floats, MLA ~2 rows of H·C) stay bounded
+// whatever the micro-batch size; the FFN/MoE still see the whole micro-batch (each active
+// expert read once per micro-batch). Slices run in batch order and carry the sequences' state
+// forward (conv/recurrent state, latent cache), so the result equals the unsliced one to
+// rounding (KDA's 16-token chunks may start at other tokens).
+constexpr int64_t kMixSlice = 512;
+
+template <class Layer>
+void run_sliced(const BatchCtx& ctx, int64_t E, const float* xn, float* out, Layer&& layer) {
+  if (ctx.n <= kMixSlice) {
+    layer(ctx, xn, out);
+    return;
+  }
+  std::vector<SeqGroup> sub;
+  for (int64_t c0 = 0; c0 < ctx.n; c0 += kMixSlice) {
+    const int64_t c1 = std::min(ctx.n, c0 + kMixSlice);
+    sub.clear();
+    for (const SeqGroup& g : ctx.groups) {
+      SeqGroup s{g.st, {}, g.base};
+      for (int64_t r : g.idx) {
+        if (r < c0) ++s.base;
+        else if (r < c1) s.idx.push_back(r - c0);
+      }
+      if (!s.idx.empty()) sub.push_back(std::move(s));
+    }
+    const BatchCtx sc{ctx.model, c1 - c0, sub, ctx.pool, ctx.dbg, ctx.mm};
+    layer(sc, xn + c0 * E, out + c0 * E);
+  }
+}
+
+}  // namespace
 
 int64_t forward(const Model& model, const ForwardInput& in, float* logits, ThreadPool* pool,
                 const ForwardDebug& dbg) {
@@ -56,8 +90,10 @@ int64_t forward(const Model& model, const ForwardInput& in, float* logits, Threa
       for (const auto& v : bank) bank_ptrs.push_back(v.data());
     }
     ops::rmsnorm_rows(x.data(), xn.data(), n, E, lw.attn_norm.data(), hp.rms_eps, E, E);
-    if (hp.is_kda(il)) kda_forward(ctx, il, xn.data(), sub.data());
-    else mla_forward(ctx, il, xn.data(), sub.data());
+    run_sliced(ctx, E, xn.data(), sub.data(), [&](const BatchCtx& c, const float* in, float* o) {
+      if (hp.is_kda(il)) kda_forward(c, il, in, o);
+      else mla_forward(c, il, in, o);
+    });
     if (opens_block) h = sub;
     else
       for (size_t i = 0; i < NE; ++i) h[i] += sub[i];

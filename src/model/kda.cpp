@@ -1,6 +1,8 @@
 // model/kda: the Kimi Delta Attention layer (spec §3.3): projections, causal short conv with
 // carried state, L2-normed q/k, per-channel decay gate, delta-rule recurrence (chunked for
 // multi-token prefill, token-by-token otherwise), per-head output norm and sigmoid gate.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -54,11 +56,39 @@ struct HeadInputs {
   int64_t Di, H, D;
 };
 
-// Token-by-token delta rule on one head. S is [j][i] (i = key index fastest).
-void recurrent_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t h, float* S,
-                    bool decay_on_value_axis) {
+// AVX2 double-lane helpers for the per-head kernels (D is a multiple of 4 in every K3 model;
+// the tails are handled anyway). Float state is widened per element, products and sums are
+// in double as in the scalar definition; only the order of the final sums differs.
+inline double hsum_pd(__m256d v) {
+  const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+
+double dot_dd(const double* a, const double* b, int64_t n) {
+  __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    s0 = _mm256_fmadd_pd(_mm256_loadu_pd(a + i), _mm256_loadu_pd(b + i), s0);
+    s1 = _mm256_fmadd_pd(_mm256_loadu_pd(a + i + 4), _mm256_loadu_pd(b + i + 4), s1);
+  }
+  double s = hsum_pd(_mm256_add_pd(s0, s1));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// y -= l·x
+void axmy_dd(double l, const double* x, double* y, int64_t n) {
+  const __m256d vl = _mm256_set1_pd(l);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    _mm256_storeu_pd(y + i, _mm256_fnmadd_pd(vl, _mm256_loadu_pd(x + i), _mm256_loadu_pd(y + i)));
+  for (; i < n; ++i) y[i] -= l * x[i];
+}
+
+// Token-by-token delta rule on one head. S is [j][i] (i = key index fastest). The decay runs
+// along i (the key axis); the trap variant (decay along j) exists for the golden tests only.
+void recurrent_head_trap(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t h, float* S) {
   const int64_t D = in.D;
-  std::vector<double> eg(static_cast<size_t>(D));
   for (int64_t t : idx) {
     const float* q = in.q + t * in.Di + h * D;
     const float* k = in.k + t * in.Di + h * D;
@@ -66,15 +96,11 @@ void recurrent_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64
     const float* g = in.g + t * in.Di + h * D;
     const double beta = in.beta[t * in.H + h];
     float* o = in.o + t * in.Di + h * D;
-    for (int64_t i = 0; i < D; ++i) eg[i] = std::exp(static_cast<double>(g[i]));
     for (int64_t j = 0; j < D; ++j) {
       float* row = S + j * D;
+      const double egj = std::exp(static_cast<double>(g[j]));
       double u = 0.0;
-      if (decay_on_value_axis) {
-        for (int64_t i = 0; i < D; ++i) row[i] = static_cast<float>(row[i] * eg[j]);
-      } else {
-        for (int64_t i = 0; i < D; ++i) row[i] = static_cast<float>(row[i] * eg[i]);
-      }
+      for (int64_t i = 0; i < D; ++i) row[i] = static_cast<float>(row[i] * egj);
       for (int64_t i = 0; i < D; ++i) u += static_cast<double>(row[i]) * k[i];
       const double delta = (v[j] - u) * beta;
       double acc = 0.0;
@@ -87,15 +113,72 @@ void recurrent_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64
   }
 }
 
+// Per row j: decay and k-dot in one pass, then the rank-1 update and q-dot in a second; the
+// row (512 B at D = 128) stays in L1 between the passes. Each element is rounded to float
+// exactly where the scalar definition rounds it (no FMA contraction of mul + add).
+void recurrent_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t h, float* S) {
+  const int64_t D = in.D, D4 = D & ~int64_t{3};
+  std::vector<double> eg(static_cast<size_t>(D)), kd(eg.size()), qd(eg.size());
+  for (int64_t t : idx) {
+    const float* q = in.q + t * in.Di + h * D;
+    const float* k = in.k + t * in.Di + h * D;
+    const float* v = in.v + t * in.Di + h * D;
+    const float* g = in.g + t * in.Di + h * D;
+    const double beta = in.beta[t * in.H + h];
+    float* o = in.o + t * in.Di + h * D;
+    for (int64_t i = 0; i < D; ++i) {
+      eg[i] = std::exp(static_cast<double>(g[i]));
+      kd[i] = k[i];
+      qd[i] = q[i];
+    }
+    for (int64_t j = 0; j < D; ++j) {
+      float* row = S + j * D;
+      __m256d u4 = _mm256_setzero_pd();
+      for (int64_t i = 0; i < D4; i += 4) {
+        const __m128 r = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(row + i)), _mm256_loadu_pd(&eg[i])));
+        _mm_storeu_ps(row + i, r);
+        u4 = _mm256_fmadd_pd(_mm256_cvtps_pd(r), _mm256_loadu_pd(&kd[i]), u4);
+      }
+      double u = hsum_pd(u4);
+      for (int64_t i = D4; i < D; ++i) {
+        row[i] = static_cast<float>(row[i] * eg[i]);
+        u += static_cast<double>(row[i]) * k[i];
+      }
+      const double delta = (v[j] - u) * beta;
+      const __m256d dv = _mm256_set1_pd(delta);
+      __m256d a4 = _mm256_setzero_pd();
+      for (int64_t i = 0; i < D4; i += 4) {
+        const __m256d upd = _mm256_mul_pd(_mm256_loadu_pd(&kd[i]), dv);
+        const __m128 r = _mm256_cvtpd_ps(_mm256_add_pd(_mm256_cvtps_pd(_mm_loadu_ps(row + i)), upd));
+        _mm_storeu_ps(row + i, r);
+        a4 = _mm256_fmadd_pd(_mm256_cvtps_pd(r), _mm256_loadu_pd(&qd[i]), a4);
+      }
+      double acc = hsum_pd(a4);
+      for (int64_t i = D4; i < D; ++i) {
+        row[i] = static_cast<float>(row[i] + k[i] * delta);
+        acc += static_cast<double>(row[i]) * q[i];
+      }
+      o[j] = static_cast<float>(acc);
+    }
+  }
+}
+
 // The chunked form (spec §3.3.4), in double inside a chunk; S is [j][i] as above.
+// exp(G_b − G_a) factors as e^{G_b}·e^{−G_a}, so a chunk needs one exp per (token, channel)
+// instead of one per (token pair, channel). G is the cumulative log-decay from the chunk start
+// (≤ 0), so both factors are finite unless a channel decays past e^−700 inside one chunk;
+// such a chunk takes the direct pairwise exps.
 void chunked_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t h, float* S) {
   const int64_t D = in.D, n = static_cast<int64_t>(idx.size());
   std::vector<double> Sd(S, S + D * D);
   const size_t CD = static_cast<size_t>(kChunk * D);
   std::vector<double> q(CD), k(CD), v(CD), G(CD), U(CD), W(CD), Vp(CD), beta(kChunk);
-  std::vector<double> Lm(kChunk * kChunk), P(kChunk * kChunk), ed(static_cast<size_t>(D));
+  std::vector<double> eG(CD), Kp(CD), Km(CD), Qp(CD);
+  std::vector<double> Lm(kChunk * kChunk), P(kChunk * kChunk), ed(static_cast<size_t>(D)),
+      vcol(kChunk);
   for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
     const int64_t L = std::min(kChunk, n - c0);
+    double gmin = 0.0;
     for (int64_t t = 0; t < L; ++t) {
       const int64_t r = idx[c0 + t];
       const float* qs = in.q + r * in.Di + h * D;
@@ -108,16 +191,29 @@ void chunked_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t
         k[t * D + i] = ks[i];
         v[t * D + i] = vs[i];
         G[t * D + i] = gs[i] + (t ? G[(t - 1) * D + i] : 0.0);
+        gmin = std::min(gmin, G[t * D + i]);
       }
+    }
+    const bool factored = gmin > -700.0;
+    for (int64_t t = 0; t < L * D; ++t) {
+      eG[t] = std::exp(G[t]);
+      Kp[t] = k[t] * eG[t];
+      Qp[t] = q[t] * eG[t];
+      Km[t] = factored ? k[t] / eG[t] : 0.0;
     }
     // Pairwise decayed products: Lm (strictly lower, × β_b) and P (lower incl. diagonal).
     for (int64_t b = 0; b < L; ++b) {
       for (int64_t a = 0; a <= b; ++a) {
         double kk = 0.0, qk = 0.0;
-        for (int64_t i = 0; i < D; ++i) {
-          const double e = std::exp(G[b * D + i] - G[a * D + i]);
-          kk += k[b * D + i] * k[a * D + i] * e;
-          qk += q[b * D + i] * k[a * D + i] * e;
+        if (factored) {
+          kk = dot_dd(Kp.data() + b * D, Km.data() + a * D, D);
+          qk = dot_dd(Qp.data() + b * D, Km.data() + a * D, D);
+        } else {
+          for (int64_t i = 0; i < D; ++i) {
+            const double e = std::exp(G[b * D + i] - G[a * D + i]);
+            kk += k[b * D + i] * k[a * D + i] * e;
+            qk += q[b * D + i] * k[a * D + i] * e;
+          }
         }
         Lm[b * kChunk + a] = beta[b] * kk;
         P[b * kChunk + a] = qk;
@@ -127,46 +223,58 @@ void chunked_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t
     for (int64_t b = 0; b < L; ++b) {
       for (int64_t i = 0; i < D; ++i) {
         U[b * D + i] = beta[b] * v[b * D + i];
-        W[b * D + i] = beta[b] * k[b * D + i] * std::exp(G[b * D + i]);
+        W[b * D + i] = beta[b] * Kp[b * D + i];
       }
       for (int64_t a = 0; a < b; ++a) {
         const double l = Lm[b * kChunk + a];
-        for (int64_t i = 0; i < D; ++i) {
-          U[b * D + i] -= l * U[a * D + i];
-          W[b * D + i] -= l * W[a * D + i];
-        }
+        axmy_dd(l, U.data() + a * D, U.data() + b * D, D);
+        axmy_dd(l, W.data() + a * D, W.data() + b * D, D);
       }
     }
     // V' = U − W·S; O = (Q⊙e^G)·S + P·V'.
     for (int64_t b = 0; b < L; ++b) {
-      for (int64_t i = 0; i < D; ++i) ed[i] = q[b * D + i] * std::exp(G[b * D + i]);
       float* o = in.o + idx[c0 + b] * in.Di + h * D;
+      const double* Wb = W.data() + b * D;
+      const double* Qb = Qp.data() + b * D;
       for (int64_t j = 0; j < D; ++j) {
         const double* Sj = Sd.data() + j * D;
-        double ws = 0.0, qs = 0.0;
-        for (int64_t i = 0; i < D; ++i) {
-          ws += W[b * D + i] * Sj[i];
-          qs += ed[i] * Sj[i];
+        __m256d w4 = _mm256_setzero_pd(), q4 = _mm256_setzero_pd();
+        int64_t i = 0;
+        for (; i + 4 <= D; i += 4) {
+          const __m256d sv = _mm256_loadu_pd(Sj + i);
+          w4 = _mm256_fmadd_pd(_mm256_loadu_pd(Wb + i), sv, w4);
+          q4 = _mm256_fmadd_pd(_mm256_loadu_pd(Qb + i), sv, q4);
+        }
+        double ws = hsum_pd(w4), qs = hsum_pd(q4);
+        for (; i < D; ++i) {
+          ws += Wb[i] * Sj[i];
+          qs += Qb[i] * Sj[i];
         }
         Vp[b * D + j] = U[b * D + j] - ws;
         for (int64_t a = 0; a <= b; ++a) qs += P[b * kChunk + a] * Vp[a * D + j];
         o[j] = static_cast<float>(qs);
       }
     }
-    // S ← Diag(e^{G_last})·S + Σ_t (k_t ⊙ e^{G_last − G_t}) ⊗ V'_t.
+    // S ← Diag(e^{G_last})·S + Σ_t (k_t ⊙ e^{G_last − G_t}) ⊗ V'_t, one pass over each row.
     const double* Gl = G.data() + (L - 1) * D;
-    for (int64_t i = 0; i < D; ++i) ed[i] = std::exp(Gl[i]);
+    for (int64_t i = 0; i < D; ++i) ed[i] = eG[(L - 1) * D + i];
+    for (int64_t t = 0; t < L; ++t)
+      for (int64_t i = 0; i < D; ++i)  // reuse W as scratch
+        W[t * D + i] = factored ? Km[t * D + i] * ed[i] : k[t * D + i] * std::exp(Gl[i] - G[t * D + i]);
     for (int64_t j = 0; j < D; ++j) {
       double* Sj = Sd.data() + j * D;
-      for (int64_t i = 0; i < D; ++i) Sj[i] *= ed[i];
-    }
-    for (int64_t t = 0; t < L; ++t) {
-      for (int64_t i = 0; i < D; ++i)
-        W[t * D + i] = k[t * D + i] * std::exp(Gl[i] - G[t * D + i]);  // reuse W as scratch
-      for (int64_t j = 0; j < D; ++j) {
-        double* Sj = Sd.data() + j * D;
-        const double vp = Vp[t * D + j];
-        for (int64_t i = 0; i < D; ++i) Sj[i] += W[t * D + i] * vp;
+      for (int64_t t = 0; t < L; ++t) vcol[t] = Vp[t * D + j];
+      int64_t i = 0;
+      for (; i + 4 <= D; i += 4) {
+        __m256d sv = _mm256_mul_pd(_mm256_loadu_pd(Sj + i), _mm256_loadu_pd(&ed[i]));
+        for (int64_t t = 0; t < L; ++t)
+          sv = _mm256_fmadd_pd(_mm256_loadu_pd(W.data() + t * D + i), _mm256_set1_pd(vcol[t]), sv);
+        _mm256_storeu_pd(Sj + i, sv);
+      }
+      for (; i < D; ++i) {
+        double sv = Sj[i] * ed[i];
+        for (int64_t t = 0; t < L; ++t) sv += W[t * D + i] * vcol[t];
+        Sj[i] = sv;
       }
     }
   }
@@ -238,7 +346,8 @@ void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
       const bool chunked = sg.idx.size() > 1 && !b.dbg.force_recurrent_kda &&
                            !b.dbg.kda_decay_on_value_axis;
       if (chunked) chunked_head(in, sg.idx, h, S);
-      else recurrent_head(in, sg.idx, h, S, b.dbg.kda_decay_on_value_axis);
+      else if (b.dbg.kda_decay_on_value_axis) recurrent_head_trap(in, sg.idx, h, S);
+      else recurrent_head(in, sg.idx, h, S);
     }
   });
 

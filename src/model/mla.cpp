@@ -65,13 +65,21 @@ void mla_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   }
 
   // Absorb q_nope into the latent space: qa[t][h] = Kb[h] · q_nope[t][h].
+  // All heads in one dispatch (per-head products are small at decode).
   std::vector<float> qabs(static_cast<size_t>(n * H * C));
+  std::vector<kernels::MatmulJob> jobs(static_cast<size_t>(H));
   for (int64_t h = 0; h < H; ++h) {
-    kernels::WeightView kb = w.k_b;
-    kb.data = w.k_b.row(h * C);
-    kb.rows = C;
-    b.mm(kb, qf.data() + h * QW, n, qabs.data() + h * C, H * QW, H * C);
+    kernels::MatmulJob& j = jobs[h];
+    j.w = w.k_b;
+    j.w.data = w.k_b.row(h * C);
+    j.w.rows = C;
+    j.x = qf.data() + h * QW;
+    j.n_tok = n;
+    j.y = qabs.data() + h * C;
+    j.x_stride = H * QW;
+    j.y_stride = H * C;
   }
+  b.mm.batch(jobs);
 
   // Attention over this sequence's rows 0..pos, one task per (token, head).
   struct TokRef {
@@ -83,46 +91,64 @@ void mla_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
     for (size_t r = 0; r < g.idx.size(); ++r) tok[g.idx[r]] = {&g, g.base + static_cast<int64_t>(r)};
   const double scale = 1.0 / std::sqrt(static_cast<double>(QW));
   std::vector<float> obar(static_cast<size_t>(n * H * C));
+  // One task per (token, block of up to kHeadBlock heads): each cache row is read (and, for an
+  // F16 cache, converted) once per pass for the whole block instead of once per head — at long
+  // context the cache is the dominant traffic of decode. Per head the arithmetic and its order
+  // are those of the one-head loop.
+  constexpr int64_t kHeadBlock = 8;
+  const int64_t HB = std::min(H, kHeadBlock), n_hblk = (H + HB - 1) / HB;
   auto attend = [&](int64_t t0, int64_t t1, int) {
-    std::vector<double> score, acc(static_cast<size_t>(C));
+    std::vector<double> score, acc(static_cast<size_t>(HB * C)), sum(static_cast<size_t>(HB));
     std::vector<float> buf(static_cast<size_t>(RW));
     for (int64_t task = t0; task < t1; ++task) {
-      const int64_t t = task / H, h = task % H;
+      const int64_t t = task / n_hblk, h0 = (task % n_hblk) * HB, nh = std::min(HB, H - h0);
       const TokRef& tr = tok[t];
       const MlaLayerCache& cache = tr.g->st->mla()[il];
       const CacheType ct = tr.g->st->cache_type();
-      const float* qa = qabs.data() + (t * H + h) * C;
-      const float* qpe = qf.data() + t * H * QW + h * QW + N;
       const int64_t ns = tr.pos + 1;
-      score.resize(static_cast<size_t>(ns));
-      double mx = -INFINITY;
+      score.resize(static_cast<size_t>(ns * HB));  // [s][head in block]
       for (int64_t s = 0; s < ns; ++s) {
         const float* row = cache_row(cache, ct, s, RW, buf.data());
-        score[s] = (ops::dot(qa, row, C) + ops::dot(qpe, row + C, R)) * scale;
-        mx = std::max(mx, score[s]);
+        for (int64_t j = 0; j < nh; ++j) {
+          const float* qa = qabs.data() + (t * H + h0 + j) * C;
+          const float* qpe = qf.data() + t * H * QW + (h0 + j) * QW + N;
+          score[s * HB + j] = (ops::dot(qa, row, C) + ops::dot(qpe, row + C, R)) * scale;
+        }
       }
-      double sum = 0.0;
-      for (double& x : score) sum += (x = std::exp(x - mx));
+      for (int64_t j = 0; j < nh; ++j) {
+        double mx = -INFINITY, sm = 0.0;
+        for (int64_t s = 0; s < ns; ++s) mx = std::max(mx, score[s * HB + j]);
+        for (int64_t s = 0; s < ns; ++s) sm += (score[s * HB + j] = std::exp(score[s * HB + j] - mx));
+        sum[j] = sm;
+      }
       std::fill(acc.begin(), acc.end(), 0.0);
       for (int64_t s = 0; s < ns; ++s) {
         const float* row = cache_row(cache, ct, s, RW, buf.data());
-        ops::axpy(score[s] / sum, row, acc.data(), C);
+        for (int64_t j = 0; j < nh; ++j) ops::axpy(score[s * HB + j] / sum[j], row, acc.data() + j * C, C);
       }
-      float* ob = obar.data() + (t * H + h) * C;
-      for (int64_t c = 0; c < C; ++c) ob[c] = static_cast<float>(acc[c]);
+      for (int64_t j = 0; j < nh; ++j) {
+        float* ob = obar.data() + (t * H + h0 + j) * C;
+        for (int64_t c = 0; c < C; ++c) ob[c] = static_cast<float>(acc[j * C + c]);
+      }
     }
   };
-  if (pool) pool->parallel_for(n * H, attend, 1);
-  else attend(0, n * H, 0);
+  if (pool) pool->parallel_for(n * n_hblk, attend, 1);
+  else attend(0, n * n_hblk, 0);
 
   // Decompress per head: o[t][h] = Vb[h] · ō[t][h]; then the sigmoid gate and o_proj.
   std::vector<float> o(static_cast<size_t>(n * H * Vh));
   for (int64_t h = 0; h < H; ++h) {
-    kernels::WeightView vb = w.v_b;
-    vb.data = w.v_b.row(h * Vh);
-    vb.rows = Vh;
-    b.mm(vb, obar.data() + h * C, n, o.data() + h * Vh, H * C, H * Vh);
+    kernels::MatmulJob& j = jobs[h];
+    j.w = w.v_b;
+    j.w.data = w.v_b.row(h * Vh);
+    j.w.rows = Vh;
+    j.x = obar.data() + h * C;
+    j.n_tok = n;
+    j.y = o.data() + h * Vh;
+    j.x_stride = H * C;
+    j.y_stride = H * Vh;
   }
+  b.mm.batch(jobs);
   if (w.has_gate) {
     std::vector<float> gate(o.size());
     b.mm(w.gate, xn, n, gate.data());

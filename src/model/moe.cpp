@@ -19,10 +19,17 @@ namespace k3::model {
 void ffn_forward(const BatchCtx& b, const FfnWeights& w, const float* x, float* out) {
   const HParams& hp = b.model.hparams();
   const int64_t n = b.n, F = w.gate.rows;
-  std::vector<float> g(static_cast<size_t>(n * F)), u(g.size());
-  b.mm(w.gate, x, n, g.data());
-  b.mm(w.up, x, n, u.data());
-  ops::situ_rows(g.data(), u.data(), g.data(), n * F, hp.situ_beta, hp.situ_linear_beta);
+  std::vector<float> g(static_cast<size_t>(n * F));
+  const float situ_c[2] = {hp.situ_beta, hp.situ_linear_beta};
+  kernels::MatmulJob gu;
+  gu.w = w.gate;
+  gu.up = &w.up;
+  gu.act = ops::situ_gate_up;
+  gu.act_ctx = situ_c;
+  gu.x = x;
+  gu.n_tok = n;
+  gu.y = g.data();
+  b.mm.batch({&gu, 1});
   b.mm(w.down, g.data(), n, out);
 }
 
@@ -95,29 +102,71 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
     if (!by_exp[e].empty()) active.push_back(e);
   ExpertSource& src = b.model.experts();
   src.will_need(il, active);
+  src.router_input_hint(il, xn, n);
 
+  // Experts run kExpertGroup at a time: gate/up → SiTU of the whole group in one dispatch,
+  // then the group's down projections in another (decode: 2 dispatches per layer instead of
+  // 3 per expert, and the threads' slices cross expert boundaries).
+  constexpr size_t kExpertGroup = 8;
+  struct Slot {
+    ExpertWeights ew;
+    std::vector<float> xin, h, y;
+  };
+  std::vector<Slot> slots(std::min(kExpertGroup, active.size()));
+  std::vector<kernels::MatmulJob> jobs;
+  const float situ_c[2] = {hp.situ_beta, hp.situ_linear_beta};
   std::vector<double> acc(static_cast<size_t>(n * L), 0.0);
-  std::vector<float> xin, gbuf, ubuf, ybuf;
-  for (int32_t e : active) {
-    const auto& toks = by_exp[e];
-    const int64_t m = static_cast<int64_t>(toks.size());
-    xin.resize(static_cast<size_t>(m * L));
-    for (int64_t i = 0; i < m; ++i)
-      std::copy(rin + toks[i].first * L, rin + (toks[i].first + 1) * L, xin.begin() + i * L);
-    gbuf.resize(static_cast<size_t>(m * Fe));
-    ubuf.resize(gbuf.size());
-    ybuf.resize(static_cast<size_t>(m * L));
-    const ExpertWeights ew = src.acquire(il, e);
-    b.mm(ew.gate, xin.data(), m, gbuf.data());
-    b.mm(ew.up, xin.data(), m, ubuf.data());
-    ops::situ_rows(gbuf.data(), ubuf.data(), gbuf.data(), m * Fe, hp.situ_beta, hp.situ_linear_beta);
-    b.mm(ew.down, gbuf.data(), m, ybuf.data());
-    src.release(il, e);
-    if (b.dbg.observer) b.dbg.observer->on_expert_output(il, e, toks, ybuf.data(), L);
-    for (int64_t i = 0; i < m; ++i) {
-      double* a = acc.data() + toks[i].first * L;
-      const double wt = toks[i].second;
-      for (int64_t c = 0; c < L; ++c) a[c] += wt * ybuf[i * L + c];
+  for (size_t g0 = 0; g0 < active.size(); g0 += kExpertGroup) {
+    const size_t g1 = std::min(active.size(), g0 + kExpertGroup);
+    jobs.clear();
+    for (size_t i = g0; i < g1; ++i) {
+      Slot& sl = slots[i - g0];
+      const auto& toks = by_exp[active[i]];
+      const int64_t m = static_cast<int64_t>(toks.size());
+      const float* x = rin;
+      if (!(m == n && n == 1)) {  // decode reads the routed input in place
+        sl.xin.resize(static_cast<size_t>(m * L));
+        for (int64_t t = 0; t < m; ++t)
+          std::copy(rin + toks[t].first * L, rin + (toks[t].first + 1) * L, sl.xin.begin() + t * L);
+        x = sl.xin.data();
+      }
+      sl.h.resize(static_cast<size_t>(m * Fe));
+      sl.y.resize(static_cast<size_t>(m * L));
+      sl.ew = src.acquire(il, active[i]);
+      kernels::MatmulJob j;
+      j.w = sl.ew.gate;
+      j.up = &sl.ew.up;
+      j.act = ops::situ_gate_up;
+      j.act_ctx = situ_c;
+      j.x = x;
+      j.n_tok = m;
+      j.y = sl.h.data();
+      jobs.push_back(j);
+    }
+    b.mm.batch(jobs);
+    jobs.clear();
+    for (size_t i = g0; i < g1; ++i) {
+      Slot& sl = slots[i - g0];
+      kernels::MatmulJob j;
+      j.w = sl.ew.down;
+      j.x = sl.h.data();
+      j.n_tok = static_cast<int64_t>(by_exp[active[i]].size());
+      j.y = sl.y.data();
+      jobs.push_back(j);
+    }
+    b.mm.batch(jobs);
+    for (size_t i = g0; i < g1; ++i) {
+      const int32_t e = active[i];
+      const auto& toks = by_exp[e];
+      const std::vector<float>& y = slots[i - g0].y;
+      src.release(il, e);
+      if (b.dbg.observer) b.dbg.observer->on_expert_output(il, e, toks, y.data(), L);
+      for (size_t t = 0; t < toks.size(); ++t) {
+        double* a = acc.data() + toks[t].first * L;
+        const double wt = toks[t].second;
+        const float* yr = y.data() + static_cast<int64_t>(t) * L;
+        for (int64_t c = 0; c < L; ++c) a[c] += wt * yr[c];
+      }
     }
   }
   std::vector<float> msum(static_cast<size_t>(n * L));

@@ -4,8 +4,10 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "core/thread_pool.h"
+#include "kernels/situ_f64.h"
 #include "model/observer.h"
 
 namespace k3::model::ops {
@@ -78,8 +80,31 @@ void Matmul::operator()(const kernels::WeightView& w, const float* x, int64_t n_
   else part(0, w.rows, 0);
 }
 
+void Matmul::batch(std::span<const kernels::MatmulJob> jobs) const {
+  if (!reference && !observer) {
+    kernels::matmul_batch(jobs, pool);
+    return;
+  }
+  for (const kernels::MatmulJob& j : jobs) {
+    if (!j.up) {
+      (*this)(j.w, j.x, j.n_tok, j.y, j.x_stride, j.y_stride);
+      continue;
+    }
+    const int64_t R = j.w.rows, ys = j.y_stride < 0 ? R : j.y_stride;
+    std::vector<float> g(static_cast<size_t>(R * j.n_tok)), u(g.size());
+    (*this)(j.w, j.x, j.n_tok, g.data(), j.x_stride, R);
+    (*this)(*j.up, j.x, j.n_tok, u.data(), j.x_stride, R);
+    for (int64_t t = 0; t < j.n_tok; ++t) j.act(g.data() + t * R, u.data() + t * R, j.y + t * ys, R, j.act_ctx);
+  }
+}
+
+void situ_gate_up(const float* g, const float* u, float* y, int64_t n, const void* ctx) {
+  const float* c = static_cast<const float*>(ctx);
+  situ_rows(g, u, y, n, c[0], c[1]);
+}
+
 void situ_rows(const float* g, const float* u, float* out, int64_t n, float beta, float lambda) {
-  for (int64_t i = 0; i < n; ++i) out[i] = situ(g[i], u[i], beta, lambda);
+  kernels::situ_f64(g, u, out, n, beta, lambda);
 }
 
 }  // namespace k3::model::ops

@@ -6,7 +6,10 @@
 #include <cmath>
 #include <cstdint>
 
+#include <span>
+
 #include "kernels/matmul.h"
+#include "kernels/matmul_batch.h"
 
 namespace k3 {
 class ThreadPool;
@@ -51,9 +54,16 @@ struct Matmul {
   ForwardObserver* observer = nullptr;  // sees every input first (model/observer.h)
   void operator()(const kernels::WeightView& w, const float* x, int64_t n_tok, float* y,
                   int64_t x_stride = -1, int64_t y_stride = -1) const;
+  // Several products in one pool dispatch (kernels/matmul_batch.h), same results as one
+  // call each; with the reference or an observer attached they run one by one instead.
+  void batch(std::span<const kernels::MatmulJob> jobs) const;
 };
 
-// out[t] = situ(g[t], u[t]) over n values.
+// SiTU as a kernels::GateUpFn (situ_rows); ctx points to {β, λ} (two floats).
+void situ_gate_up(const float* g, const float* u, float* y, int64_t n, const void* ctx);
+
+// out[t] = situ(g[t], u[t]) over n values (kernels/situ_f64.h: the same double-precision
+// form with vectorised exp/tanh; out may alias g or u).
 void situ_rows(const float* g, const float* u, float* out, int64_t n, float beta, float lambda);
 
 }  // namespace k3::model::ops

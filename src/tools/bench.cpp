@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <ctime>
+#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -17,6 +19,8 @@
 #include "model/model.h"
 #include "quant/types.h"
 #include "runtime/engine.h"
+#include "store/disk_bw.h"
+#include "store/install.h"
 
 namespace k3::tools {
 namespace {
@@ -34,6 +38,9 @@ class CountingExpertSource final : public model::ExpertSource {
     return w;
   }
   void release(uint32_t layer, int32_t expert) override { inner_->release(layer, expert); }
+  void router_input_hint(uint32_t layer, const float* xn, int64_t n_tok) override {
+    inner_->router_input_hint(layer, xn, n_tok);
+  }
   uint64_t take() {
     const uint64_t b = bytes_;
     bytes_ = 0;
@@ -47,6 +54,27 @@ class CountingExpertSource final : public model::ExpertSource {
   std::unique_ptr<model::ExpertSource> inner_;
   uint64_t bytes_ = 0;
 };
+
+// Bytes this process has caused to be read from storage (/proc/self/io read_bytes), or 0.
+uint64_t proc_read_bytes() {
+  FILE* f = std::fopen("/proc/self/io", "r");
+  if (!f) return 0;
+  char line[128];
+  unsigned long long v = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "read_bytes: %llu", &v) == 1) break;
+  std::fclose(f);
+  return v;
+}
+
+// CPU seconds of all our threads: on a shared machine, CPU time / threads approximates the
+// wall time the test would take with the cores to itself (pool spin-waits count, so it errs
+// on the slow side).
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 
 bool is_expert_tensor(const std::string& name) {
   return name.find("_exps.") != std::string::npos;
@@ -106,8 +134,26 @@ BenchResult run_bench(const BenchOptions& opt) {
   r.n_vocab = hp.n_vocab;
   r.wb = weight_bytes_of(m->gguf(), hp.n_expert, hp.n_expert_used);
 
-  auto counting = std::make_unique<CountingExpertSource>(
-      model::make_mapped_expert_source(m->gguf(), hp));
+  std::unique_ptr<model::ExpertSource> inner;
+  store::ExpertStore* xstore = nullptr;
+  if (opt.memory.streaming) {
+    store::EngineShape shape;
+    shape.n_ctx = std::max(opt.n_prompt, opt.n_gen) + 1;
+    shape.n_ubatch = opt.n_ubatch;
+    std::unique_ptr<store::ExpertStore> st = store::build_store(*m, opt.memory, shape);
+    xstore = st.get();
+    inner = std::move(st);
+  }
+  if (!inner) inner = model::make_mapped_expert_source(m->gguf(), hp);
+  if (xstore) {
+    r.memory_mode = store::describe(xstore);
+    r.ram_budget = opt.memory.ram_budget;
+    r.cache_bytes = xstore->plan().cache();
+    r.cache_slots = xstore->plan().slots;
+    r.cache_fraction = xstore->plan().cache_fraction();
+    if (opt.measure_disk_bw) r.disk_bw = store::measure_disk_bw(m->gguf().path(), 1ull << 30, opt.memory.force_pread).bytes_per_s;
+  }
+  auto counting = std::make_unique<CountingExpertSource>(std::move(inner));
   CountingExpertSource* counter = counting.get();
   m->set_expert_source(std::move(counting));
 
@@ -167,8 +213,12 @@ BenchResult run_bench(const BenchOptions& opt) {
     t.n_prompt = np;
     t.n_gen = ng;
     uint64_t bytes = 0, eb = 0;
-    once(bytes, eb);  // warm-up: page in the mapping, size the buffers
+    if (opt.warmup) once(bytes, eb);  // warm-up: page in the mapping, size the buffers
     double bsum = 0, esum = 0;
+    if (xstore) xstore->wait_idle();
+    const uint64_t io0 = proc_read_bytes();
+    const double cpu0 = process_cpu_seconds();
+    const store::StoreStats st0 = xstore ? xstore->stats() : store::StoreStats{};
     for (int i = 0; i < opt.reps; ++i) {
       const double s = once(bytes, eb);
       t.seconds.push_back(s);
@@ -176,6 +226,7 @@ BenchResult run_bench(const BenchOptions& opt) {
       bsum += static_cast<double>(bytes);
       esum += static_cast<double>(eb);
     }
+    t.cpu_seconds_mean = (process_cpu_seconds() - cpu0) / opt.reps;
     mean_sd(t.tps, t.tps_mean, t.tps_sd);
     double sd_unused = 0;
     mean_sd(t.seconds, t.seconds_mean, sd_unused);
@@ -184,6 +235,30 @@ BenchResult run_bench(const BenchOptions& opt) {
     t.bytes_per_token = static_cast<double>(t.weight_bytes) / static_cast<double>(np + ng);
     t.bytes_per_s = t.seconds_mean > 0 ? static_cast<double>(t.weight_bytes) / t.seconds_mean : 0;
     t.bw_fraction = r.membw.bytes_per_s > 0 ? t.bytes_per_s / r.membw.bytes_per_s : 0;
+    {
+      StoreTelemetry& io = t.io;
+      const double tokens = static_cast<double>((np + ng) * opt.reps);
+      const double wall = t.seconds_mean * opt.reps;
+      io.disk_read_bytes = proc_read_bytes() - io0;
+      io.disk_read_bytes_per_token = static_cast<double>(io.disk_read_bytes) / tokens;
+      if (xstore) {
+        xstore->wait_idle();
+        const store::StoreStats d = xstore->stats().minus(st0);
+        io.store_bytes_read = d.bytes_read;
+        io.store_bytes_per_token = static_cast<double>(d.bytes_read) / tokens;
+        io.hit_rate = d.hit_rate();
+        io.prefetch_rate = d.needed ? static_cast<double>(d.prefetched) / static_cast<double>(d.needed) : 0;
+        io.prediction_recall = d.prediction_recall();
+        io.prediction_precision = d.prediction_precision();
+        io.io_wait_share = wall > 0 ? d.io_wait_s / wall : 0;
+        io.read_bw_busy = d.busy_bw();
+        io.read_bw_wall = wall > 0 ? static_cast<double>(d.bytes_read) / wall : 0;
+        io.busy_share = wall > 0 ? d.busy_s / wall : 0;
+        io.disk_bw_fraction = r.disk_bw > 0 ? io.read_bw_busy / r.disk_bw : 0;
+        io.read_bw_waiting = d.wait_bw();
+        io.waiting_bw_fraction = r.disk_bw > 0 ? io.read_bw_waiting / r.disk_bw : 0;
+      }
+    }
     r.tests.push_back(std::move(t));
   };
 
@@ -204,11 +279,28 @@ std::string bench_json(const BenchResult& r, int indent) {
                      {"avg_ts", t.tps_mean},
                      {"stddev_ts", t.tps_sd},
                      {"avg_s", t.seconds_mean},
+                     {"avg_cpu_s", t.cpu_seconds_mean},
                      {"weight_bytes", t.weight_bytes},
                      {"expert_bytes", t.expert_bytes},
                      {"weight_bytes_per_token", t.bytes_per_token},
                      {"weight_bytes_per_s", t.bytes_per_s},
-                     {"bandwidth_fraction", t.bw_fraction}});
+                     {"bandwidth_fraction", t.bw_fraction},
+                     {"io",
+                      {{"disk_read_bytes", t.io.disk_read_bytes},
+                       {"disk_read_bytes_per_token", t.io.disk_read_bytes_per_token},
+                       {"store_bytes_read", t.io.store_bytes_read},
+                       {"store_bytes_per_token", t.io.store_bytes_per_token},
+                       {"hit_rate", t.io.hit_rate},
+                       {"prefetch_rate", t.io.prefetch_rate},
+                       {"prediction_recall", t.io.prediction_recall},
+                       {"prediction_precision", t.io.prediction_precision},
+                       {"io_wait_share", t.io.io_wait_share},
+                       {"read_bw_busy", t.io.read_bw_busy},
+                       {"read_bw_wall", t.io.read_bw_wall},
+                       {"busy_share", t.io.busy_share},
+                       {"disk_bw_fraction", t.io.disk_bw_fraction},
+                       {"read_bw_waiting", t.io.read_bw_waiting},
+                       {"waiting_bw_fraction", t.io.waiting_bw_fraction}}}});
   }
   json j = {
       {"schema_version", 1},
@@ -234,6 +326,13 @@ std::string bench_json(const BenchResult& r, int indent) {
         {"mem_bw_source", r.membw.source.empty() ? "none" : r.membw.source},
         {"mem_bw_buffer_bytes", r.membw.buffer_bytes}}},
       {"params", {{"n_threads", r.n_threads}, {"n_ubatch", r.n_ubatch}, {"reps", r.reps}}},
+      {"memory",
+       {{"mode", r.memory_mode},
+        {"ram_budget", r.ram_budget},
+        {"cache_bytes", r.cache_bytes},
+        {"cache_slots", r.cache_slots},
+        {"cache_fraction", r.cache_fraction},
+        {"disk_bw_bytes_per_s", r.disk_bw}}},
       {"tests", tests}};
   return j.dump(indent);
 }
@@ -258,6 +357,25 @@ std::string bench_table(const BenchResult& r) {
                      r.n_threads, r.n_ubatch, fmt::format("{:.2f} ± {:.2f}", t.tps_mean, t.tps_sd),
                      t.bytes_per_token / 1048576.0, t.bytes_per_s / 1e9,
                      r.membw.bytes_per_s > 0 ? fmt::format("{:.1f}%", 100 * t.bw_fraction) : "-");
+  }
+  s += fmt::format("\nmemory: {}", r.memory_mode);
+  if (r.cache_slots)
+    s += fmt::format(" | budget {} | expert cache {} = {:.1f}% of experts", store::format_size(r.ram_budget),
+                     store::format_size(r.cache_bytes), 100 * r.cache_fraction);
+  if (r.disk_bw > 0) s += fmt::format(" | disk O_DIRECT sequential {:.2f} GB/s", r.disk_bw / 1e9);
+  s += "\n";
+  for (const BenchTest& t : r.tests) {
+    const StoreTelemetry& io = t.io;
+    s += fmt::format("{:>8}: disk read {:.2f} MiB/token", t.name, io.disk_read_bytes_per_token / 1048576.0);
+    if (r.cache_slots)
+      s += fmt::format(" | store read {:.2f} MiB/token at {:.3f} GB/s busy ({:.0f}% of disk), {:.3f} GB/s wall | "
+                       "hit {:.1f}% + prefetched {:.1f}% | prediction recall {:.1f}% precision {:.1f}% | "
+                       "I/O wait {:.1f}% (reading {:.3f} GB/s = {:.0f}% of disk meanwhile), busy {:.1f}%",
+                       io.store_bytes_per_token / 1048576.0, io.read_bw_busy / 1e9, 100 * io.disk_bw_fraction,
+                       io.read_bw_wall / 1e9, 100 * io.hit_rate, 100 * io.prefetch_rate, 100 * io.prediction_recall,
+                       100 * io.prediction_precision, 100 * io.io_wait_share, io.read_bw_waiting / 1e9,
+                       100 * io.waiting_bw_fraction, 100 * io.busy_share);
+    s += "\n";
   }
   return s;
 }

@@ -4,7 +4,7 @@
 // each test streams, so the speed can be read against the machine's memory bandwidth.
 //
 // Contract:
-// * Each test runs once untimed (warm-up), then `reps` timed repetitions, each on a freshly
+// * Each test runs once untimed (warm-up, unless opt.warmup is false), then `reps` timed repetitions, each on a freshly
 //   cleared sequence, with pseudo-random token ids (fixed seed). Throughput is reported per
 //   repetition; mean and sample standard deviation are over the repetitions.
 // * Weight bytes are counted, not estimated: the model's expert source is wrapped so every
@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "store/memory_options.h"
 #include "tools/membw.h"
 
 namespace k3::gguf {
@@ -39,6 +40,30 @@ struct BenchOptions {
   std::string bw_cache_path;  // "": default_membw_cache_path()
   size_t bw_buffer_bytes = 0; // 0: membw default
   uint64_t seed = 42;
+  store::MemoryOptions memory;  // --ram-budget: stream experts (docs/expert-store.md)
+  bool measure_disk_bw = true;  // with --ram-budget: measure O_DIRECT sequential bandwidth
+  bool warmup = true;           // false: no untimed repetition (cold-start numbers)
+};
+
+// What the disk did during one test (sums over the timed repetitions). disk_read_bytes comes
+// from /proc/self/io (both modes: page faults of the mapping count too); the rest only with
+// --ram-budget, from the expert store (store/expert_store.h).
+struct StoreTelemetry {
+  uint64_t disk_read_bytes = 0;
+  double disk_read_bytes_per_token = 0;
+  uint64_t store_bytes_read = 0;
+  double store_bytes_per_token = 0;
+  double hit_rate = 0;             // experts already cached when asked for
+  double prefetch_rate = 0;        // ... cached or in flight thanks to the prediction
+  double prediction_recall = 0;    // asked-for experts the prediction had named
+  double prediction_precision = 0; // predicted experts that were asked for
+  double io_wait_share = 0;        // share of the test's wall time the model waited on reads
+  double read_bw_busy = 0;         // bytes/s while a read was in flight
+  double read_bw_wall = 0;         // bytes/s over the test's wall time
+  double busy_share = 0;           // share of wall time with a read in flight
+  double disk_bw_fraction = 0;     // read_bw_busy / measured O_DIRECT sequential bandwidth
+  double read_bw_waiting = 0;      // bytes/s arriving while the model waited on reads
+  double waiting_bw_fraction = 0;  // read_bw_waiting / measured O_DIRECT sequential bandwidth
 };
 
 // Static weight accounting from the GGUF tensor table.
@@ -58,11 +83,13 @@ struct BenchTest {
   std::vector<double> tps;      // tokens/s per repetition
   double tps_mean = 0, tps_sd = 0;
   double seconds_mean = 0;
+  double cpu_seconds_mean = 0;  // process CPU seconds (all threads) per repetition
   uint64_t weight_bytes = 0;    // counted weight bytes of one repetition (mean over reps)
   uint64_t expert_bytes = 0;    // of which routed experts
   double bytes_per_token = 0;   // weight_bytes / tokens
   double bytes_per_s = 0;       // weight_bytes / mean seconds
   double bw_fraction = 0;       // bytes_per_s / machine bandwidth (0 when not measured)
+  StoreTelemetry io;
 };
 
 struct BenchResult {
@@ -77,6 +104,11 @@ struct BenchResult {
   int reps = 0;
   MemBw membw;                  // bytes_per_s == 0 when not measured
   std::vector<BenchTest> tests;
+  std::string memory_mode = "mmap";  // or the store's description
+  uint64_t ram_budget = 0;           // with --ram-budget (UINT64_MAX: unlimited)
+  uint64_t cache_bytes = 0, cache_slots = 0;
+  double cache_fraction = 0;         // share of all experts the cache holds
+  double disk_bw = 0;                // measured O_DIRECT sequential read, bytes/s (0: not measured)
 };
 
 BenchResult run_bench(const BenchOptions& opt);

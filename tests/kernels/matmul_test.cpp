@@ -9,6 +9,7 @@
 
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_batch.h"
 #include "kernels/random_weights.h"
 #include "kernels/vec_dot.h"
 #include "quant/codec.h"
@@ -116,6 +117,72 @@ TEST(Matmul, F32MatchesFloat64WithinGoldenBudget) {
       norm += exact * exact;
     }
   EXPECT_LT(err / norm, 1e-12);
+}
+
+
+// A batch must give each job exactly what the job alone gives (same kernels, same rounding),
+// whatever the mix: fast and fallback types, decode and prefill, fused pairs, strides, and
+// slices that cut through the middle of a job.
+TEST(MatmulBatch, EachJobEqualsItsOwnMatmul) {
+  std::mt19937 rng(21);
+  struct Spec {
+    Type t;
+    int64_t rows, cols, n_tok;
+    bool fused;
+  };
+  const Spec specs[] = {{Type::Q8_0, 37, 512, 1, false},   {Type::IQ1_M, 29, 512, 1, true},
+                        {Type::IQ2_XXS, 40, 256, 1, false}, {Type::F32, 13, 300, 1, false},
+                        {Type::Q5_K, 9, 256, 1, false},     {Type::Q8_0, 21, 256, 6, true},
+                        {Type::IQ1_S, 17, 512, 9, false},   {Type::Q5_K, 5, 256, 3, true}};
+  const float beta = 4.0f;
+  const GateUpFn act = [](const float* g, const float* u, float* y, int64_t n, const void* ctx) {
+    for (int64_t i = 0; i < n; ++i) y[i] = g[i] * *static_cast<const float*>(ctx) + u[i];
+  };
+  std::vector<Matrix> gates, ups;
+  std::vector<std::vector<float>> xs, want, got;
+  for (const Spec& s : specs) {
+    gates.push_back(random_matrix(s.t, s.rows, s.cols, rng));
+    ups.push_back(random_matrix(s.t, s.rows, s.cols, rng));
+    xs.push_back(test::random_acts(s.cols * s.n_tok + 7, rng));
+  }
+  for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), new ThreadPool(2)}) {
+    std::vector<MatmulJob> jobs;
+    want.clear();
+    got.clear();
+    for (size_t i = 0; i < std::size(specs); ++i) {
+      const Spec& s = specs[i];
+      const int64_t ys = s.rows + 3;  // strided output
+      want.emplace_back(static_cast<size_t>(ys * s.n_tok), -5.0f);
+      got.emplace_back(want.back());
+      if (s.fused) {
+        std::vector<float> g(static_cast<size_t>(s.rows * s.n_tok)), u(g.size());
+        matmul(gates[i].view, xs[i].data(), s.n_tok, g.data(), pool);
+        matmul(ups[i].view, xs[i].data(), s.n_tok, u.data(), pool);
+        for (int64_t t = 0; t < s.n_tok; ++t)
+          for (int64_t r = 0; r < s.rows; ++r)
+            act(&g[t * s.rows + r], &u[t * s.rows + r], &want[i][t * ys + r], 1, &beta);
+      } else {
+        matmul(gates[i].view, xs[i].data(), s.n_tok, want[i].data(), pool, -1, ys);
+      }
+      MatmulJob j;
+      j.w = gates[i].view;
+      if (s.fused) {
+        j.up = &ups[i].view;
+        j.act = act;
+        j.act_ctx = &beta;
+      }
+      j.x = xs[i].data();
+      j.n_tok = s.n_tok;
+      j.y = got[i].data();
+      j.y_stride = ys;
+      jobs.push_back(j);
+    }
+    matmul_batch(jobs, pool);
+    for (size_t i = 0; i < std::size(specs); ++i)
+      EXPECT_EQ(got[i], want[i]) << "job " << i << " " << quant::type_name(specs[i].t)
+                                 << (pool ? " pool" : " serial");
+    delete pool;
+  }
 }
 
 }  // namespace

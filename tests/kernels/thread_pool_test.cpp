@@ -72,6 +72,22 @@ TEST(ThreadPool, ManyRapidDispatchesAndSleepingWorkers) {
   EXPECT_EQ(sum, 30 * reps);
 }
 
+TEST(ThreadPool, FinerChunksCoverOnceAndRespectTheCap) {
+  ThreadPool pool(2);
+  for (int cpt : {1, 4, 64}) {
+    std::vector<std::atomic<int>> hits(1000);
+    std::atomic<int> ranges{0};
+    pool.parallel_for(1000, [&](int64_t b, int64_t e, int th) {
+      EXPECT_LT(th, 2);
+      EXPECT_GE(e - b, 7);  // grain
+      ranges++;
+      for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+    }, 7, cpt);
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1) << "cpt=" << cpt;
+    EXPECT_EQ(ranges.load(), std::min(2 * cpt, 1000 / 7)) << "cpt=" << cpt;
+  }
+}
+
 TEST(ThreadPool, DefaultThreadsIsSane) {
   const int n = ThreadPool::default_threads();
   EXPECT_GE(n, 1);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -155,6 +156,35 @@ TEST(ActQuant, Q8_0RoundsHalfAwayFromZero) {
   EXPECT_EQ(q.qs[1], 3);
   EXPECT_EQ(q.qs[2], -3);
   EXPECT_EQ(q.qs[3], 0);
+}
+
+
+// The AVX2 quantizers equal their plain-C twins byte for byte: random rows, exact ties
+// (k + 0.5 after scaling, both signs), a repeated maximum of either sign, and zero blocks.
+TEST(ActQuant, SimdEqualsScalarTwinExactly) {
+  std::mt19937 rng(23);
+  for (int rep = 0; rep < 20; ++rep) {
+    const int64_t n = 1024;
+    std::vector<float> x = test::random_acts(n, rng);
+    if (rep % 4 == 1) {
+      for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(static_cast<int>(rng() % 255) - 127) + 0.5f * (rng() % 2);
+      for (int j = 0; j < 32; ++j) x[j] = static_cast<float>(j - 16) + 0.5f;  // exact ties
+      x[5] = 127.0f;  // Q8_0 block 0: d = 1, so k + 0.5 stays a tie
+    }
+    if (rep % 4 == 2) {
+      x[300] = 7.0f;
+      x[310] = -7.0f;  // same |max| twice in Q8_K block 1: the first one wins
+      std::fill(x.begin() + 768, x.end(), 0.0f);  // a zero block
+    }
+    std::vector<BlockQ8_0A> a(n / 32), b(n / 32);
+    quantize_act_q8_0(x.data(), a.data(), n);
+    quantize_act_q8_0_scalar(x.data(), b.data(), n);
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(BlockQ8_0A))) << "Q8_0 rep " << rep;
+    std::vector<BlockQ8KA> c(n / 256), d(n / 256);
+    quantize_act_q8_k(x.data(), c.data(), n);
+    quantize_act_q8_k_scalar(x.data(), d.data(), n);
+    EXPECT_EQ(0, std::memcmp(c.data(), d.data(), c.size() * sizeof(BlockQ8KA))) << "Q8_K rep " << rep;
+  }
 }
 
 }  // namespace

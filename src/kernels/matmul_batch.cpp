@@ -1,0 +1,117 @@
+// Batched matmul dispatch (see matmul_batch.h): activations of every job are converted once on
+// the caller, then one parallel_for walks the concatenated rows in slices of about equal
+// weight bytes (× token groups for prefill), kChunksPerThread slices per thread.
+#include "kernels/matmul_batch.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/ffn_fused.h"
+#include "kernels/matmul_detail.h"
+#include "kernels/vec_dot.h"
+
+namespace k3::kernels {
+
+namespace {
+
+struct Prepared {
+  const MatmulJob* job;
+  const DotKernel* k;
+  RowTask task;
+  double cost_per_row;  // weight bytes × token groups
+  double cost_begin;    // prefix over the jobs before this one
+};
+
+}  // namespace
+
+void matmul_batch(std::span<const MatmulJob> jobs, ThreadPool* pool) {
+  std::vector<Prepared> fast;
+  fast.reserve(jobs.size());
+  size_t act_total = 0;
+  for (const MatmulJob& j : jobs) {
+    if (j.w.rows <= 0 || j.n_tok <= 0) continue;
+    const DotKernel* k = dot_kernel(j.w.type);
+    if (!k || (j.up && j.up->type != j.w.type)) {
+      if (j.up) {
+        // No shared fast kernel: plain products, then the gate function.
+        const int64_t ys = j.y_stride < 0 ? j.w.rows : j.y_stride;
+        std::vector<float> g(static_cast<size_t>(j.w.rows * j.n_tok)), u(g.size());
+        matmul(j.w, j.x, j.n_tok, g.data(), pool, j.x_stride, j.w.rows);
+        matmul(*j.up, j.x, j.n_tok, u.data(), pool, j.x_stride, j.w.rows);
+        for (int64_t t = 0; t < j.n_tok; ++t)
+          j.act(g.data() + t * j.w.rows, u.data() + t * j.w.rows, j.y + t * ys, j.w.rows, j.act_ctx);
+      } else {
+        matmul(j.w, j.x, j.n_tok, j.y, pool, j.x_stride, j.y_stride);
+      }
+      continue;
+    }
+    Prepared p{&j, k, {}, 0, 0};
+    if (k->act != ActFormat::F32) act_total += act_row_bytes(k->act, j.w.cols) * static_cast<size_t>(j.n_tok);
+    fast.push_back(p);
+  }
+  if (fast.empty()) return;
+
+  // Activations: one buffer for all jobs, reused across calls of this thread.
+  thread_local std::vector<uint8_t> act_buf;
+  if (act_buf.size() < act_total) act_buf.resize(act_total);
+  size_t off = 0;
+  double cost = 0;
+  for (Prepared& p : fast) {
+    const MatmulJob& j = *p.job;
+    const int64_t xs = j.x_stride < 0 ? j.w.cols : j.x_stride;
+    RowTask& t = p.task;
+    t.k = p.k;
+    t.w = &j.w;
+    t.up = j.up;
+    t.act_fn = j.act;
+    t.act_ctx = j.act_ctx;
+    t.n_tok = j.n_tok;
+    t.y = j.y;
+    t.y_stride = j.y_stride < 0 ? j.w.rows : j.y_stride;
+    if (p.k->act == ActFormat::F32) {
+      t.act = reinterpret_cast<const uint8_t*>(j.x);
+      t.act_stride = static_cast<size_t>(xs) * sizeof(float);
+    } else {
+      t.act_stride = act_row_bytes(p.k->act, j.w.cols);
+      uint8_t* dst = act_buf.data() + off;
+      auto quantize = [&](int64_t t0, int64_t t1, int) {
+        for (int64_t i = t0; i < t1; ++i)
+          quantize_act_row(p.k->act, j.x + i * xs, dst + i * t.act_stride, j.w.cols);
+      };
+      if (j.n_tok >= 8) run_parallel(pool, j.n_tok, 4, quantize);
+      else quantize(0, j.n_tok, 0);
+      t.act = dst;
+      off += t.act_stride * static_cast<size_t>(j.n_tok);
+    }
+    const double row_bytes = static_cast<double>(j.w.row_stride + (j.up ? j.up->row_stride : 0));
+    p.cost_per_row = row_bytes * static_cast<double>((j.n_tok + kMaxDotTokens - 1) / kMaxDotTokens);
+    p.cost_begin = cost;
+    cost += p.cost_per_row * static_cast<double>(j.w.rows);
+  }
+
+  // Slice the concatenated rows: part i covers cost [i·C/n, (i+1)·C/n), rounded to rows.
+  const int n_parts =
+      pool && pool->size() > 1
+          ? static_cast<int>(std::clamp<double>(cost / kMinDecodeBytes, 1, pool->size() * kChunksPerThread))
+          : 1;
+  auto row_at = [&](const Prepared& p, double c) {
+    const double r = (c - p.cost_begin) / p.cost_per_row;
+    return std::clamp<int64_t>(static_cast<int64_t>(r + 0.5), 0, p.job->w.rows);
+  };
+  auto run_part = [&](int64_t i0, int64_t i1, int) {
+    for (int64_t part = i0; part < i1; ++part) {
+      const double c0 = cost * static_cast<double>(part) / n_parts;
+      const double c1 = cost * static_cast<double>(part + 1) / n_parts;
+      for (const Prepared& p : fast) {
+        const int64_t r0 = part == 0 ? 0 : row_at(p, c0);
+        const int64_t r1 = part + 1 == n_parts ? p.job->w.rows : row_at(p, c1);
+        if (r0 < r1) run_rows(p.task, r0, r1);
+      }
+    }
+  };
+  if (n_parts > 1) pool->parallel_for(n_parts, run_part, 1, kChunksPerThread);
+  else run_part(0, 1, 0);
+}
+
+}  // namespace k3::kernels
