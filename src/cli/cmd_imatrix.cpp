@@ -13,6 +13,7 @@
 #include "runtime/eval_logits.h"
 #include "text/tokenizer.h"
 #include "tools/imatrix.h"
+#include "tools/chat_corpus.h"
 
 namespace k3::cli {
 int cmd_imatrix(int argc, char** argv) {
@@ -23,7 +24,16 @@ int cmd_imatrix(int argc, char** argv) {
   app.add_option("-m,--model", model_path, "GGUF model file")->required();
   auto* f_opt = app.add_option("-f,--file", text_file, "calibration text, tokenized with the model's vocabulary");
   auto* t_opt = app.add_option("--tokens-file", tokens_file, "file of token ids (commas/whitespace), used as they are");
+  std::string chat_file;
+  auto* c_opt = app.add_option("--chat", chat_file,
+                               "calibration chats, one JSON object per line ({\"messages\": [...]}, OpenAI style; "
+                               "reasoning_content and tools allowed), rendered through the chat template");
   f_opt->excludes(t_opt);
+  c_opt->excludes(f_opt)->excludes(t_opt);
+  app.footer(
+      "Exactly one corpus: -f (plain text, special tokens parsed), --tokens-file (ids) or --chat (JSONL "
+      "conversations; all samples are rendered, concatenated and cut into -c sized chunks).\n"
+      "Example: k3 imatrix -m model.gguf --chat calib.jsonl -o imatrix.gguf -c 512 --chunks 200");
   app.add_option("-o,--output", out_path, "imatrix file to write (GGUF)")->required();
   app.add_option("-c,--ctx-size", opt.n_ctx, "tokens per chunk")->capture_default_str();
   app.add_option("--chunks", opt.max_chunks, "process at most this many chunks (default: all)");
@@ -33,16 +43,27 @@ int cmd_imatrix(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  if (text_file.empty() == tokens_file.empty()) {
-    fmt::print(stderr, "error: give exactly one of -f or --tokens-file\n");
+  if (int(!text_file.empty()) + int(!tokens_file.empty()) + int(!chat_file.empty()) != 1) {
+    fmt::print(stderr, "error: give exactly one of -f, --tokens-file or --chat\n");
     return 2;
   }
 
   auto model = model::Model::load(model_path);
-  CorpusTokens corpus = load_corpus_tokens(*model, text_file, tokens_file, "imatrix");
+  CorpusTokens corpus;
+  if (!chat_file.empty()) {
+    auto tok = text::Tokenizer::from_gguf(model->gguf());
+    tools::ChatCorpus chats = tools::chat_corpus_tokens(*tok, chat_file);
+    corpus.tokens = std::move(chats.tokens);
+    if (tok->add_bos() && tok->bos() >= 0) corpus.bos = tok->bos();
+    fmt::print(stderr, "imatrix: rendered {} chats from {} into {} tokens\n", chats.n_samples, chat_file,
+               corpus.tokens.size());
+  } else {
+    corpus = load_corpus_tokens(*model, text_file, tokens_file, "imatrix");
+  }
   std::vector<int32_t>& tokens = corpus.tokens;
   if (corpus.bos >= 0) opt.bos_token = corpus.bos;
-  opt.dataset = std::filesystem::path(text_file.empty() ? tokens_file : text_file).filename().string();
+  const std::string& source = !chat_file.empty() ? chat_file : !text_file.empty() ? text_file : tokens_file;
+  opt.dataset = std::filesystem::path(source).filename().string();
 
   const tools::ImatrixResult r = tools::collect_imatrix(model, tokens, opt);
   tools::write_imatrix_gguf(out_path, r.stats);

@@ -66,7 +66,11 @@ int cmd_quantize(int argc, char** argv) {
   app.add_option("output", o.output, "output GGUF (shards: OUT-0000i-of-0000N.gguf)");
   app.add_option("type", o.type, "file type or preset: Q8_0, Q6_K, Q4_K_M, Q4_K_S, Q3_K_S, Q2_K, IQ2_XXS, "
                                  "IQ1_M, IQ1_S, MXFP4_MOE, F16, BF16, F32, COPY, K3_REAP_IQ1M");
-  app.add_option("--imatrix", o.imatrix, "importance matrix (llama-imatrix GGUF or legacy .dat)");
+  auto* im_opt = app.add_option("--imatrix", o.imatrix, "importance matrix (llama-imatrix GGUF or legacy .dat)");
+  app.add_flag("--uniform-imatrix", o.uniform_imatrix,
+               "no calibration: importance 1 for every column, so IQ types can be made without an imatrix "
+               "(worse quality; for A/B comparisons)")
+      ->excludes(im_opt);
   app.add_option("--tensor-type", o.tensor_types, "REGEX=TYPE override, repeatable, first match wins");
   app.add_flag("--pure", o.pure, "no mixture rules: the file type's default type everywhere");
   app.add_option("--output-tensor-type", out_type, "type of output.weight");
@@ -101,6 +105,7 @@ int cmd_quantize(int argc, char** argv) {
     auto in = gguf::GgufFile::open(o.input);
     std::unique_ptr<tools::Imatrix> im;
     if (!o.imatrix.empty()) im = std::make_unique<tools::Imatrix>(tools::load_imatrix(o.imatrix));
+    if (o.uniform_imatrix) im = std::make_unique<tools::Imatrix>(tools::uniform_imatrix(*in));
     tools::QuantizePlan p = tools::plan_quantize(*in, o, im.get());
     for (const tools::TensorPlan& t : p.tensors)
       fmt::print("{:<40} {:<22} {:>8} -> {:<8} {}{}\n", t.name, fmt::format("[{}]", fmt::join(t.ne, ", ")),

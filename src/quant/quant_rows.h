@@ -13,6 +13,8 @@ using QuantRowFn = void (*)(const float* x, uint8_t* y, int64_t n, const float* 
 // quantize_legacy.cpp
 void quantize_row_q8_0(const float* x, uint8_t* y, int64_t n, const float* imatrix);  // ignores imatrix
 void quantize_row_q4_0(const float* x, uint8_t* y, int64_t n, const float* imatrix);
+void quantize_row_q5_0(const float* x, uint8_t* y, int64_t n, const float* imatrix);
+void quantize_row_q5_1(const float* x, uint8_t* y, int64_t n, const float* imatrix);
 void quantize_row_mxfp4(const float* x, uint8_t* y, int64_t n, const float* imatrix);  // ignores imatrix
 
 // quantize_kquants.cpp

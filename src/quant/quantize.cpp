@@ -22,6 +22,8 @@ detail::QuantRowFn row_quantizer(Type t) {
   switch (t) {
     case Type::Q8_0: return quantize_row_q8_0;
     case Type::Q4_0: return quantize_row_q4_0;
+    case Type::Q5_0: return quantize_row_q5_0;
+    case Type::Q5_1: return quantize_row_q5_1;
     case Type::MXFP4: return quantize_row_mxfp4;
     case Type::Q2_K: return quantize_row_q2_k;
     case Type::Q3_K: return quantize_row_q3_k;

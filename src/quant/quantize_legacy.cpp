@@ -1,8 +1,13 @@
-// quant/quantize_legacy: reference quantizers of the 32-element types Q8_0 (§3.1), Q4_0 and
-// MXFP4 (§3.3).
-// Q4_0 without an imatrix is ggml's quantize_row_q4_0_ref (scale = signed absmax / -8,
-// truncating conversion of x/d + 8.5); with one, a make_qx search (nmax 8) over weights
-// imatrix·sqrt(sigma2 + x²), where sigma2 is the mean square of the whole row.
+// quant/quantize_legacy: reference quantizers of the 32-element types Q8_0 (§3.1), Q4_0, Q5_0,
+// Q5_1 and MXFP4 (§3.3).
+// Q4_0/Q5_0 without an imatrix are ggml's *_ref rules (scale = signed absmax / -8 or -16,
+// truncating conversion of x/d + 8.5 or + 16.5, capped at the top level); with one, a make_qx
+// search (nmax 8 or 16) over weights imatrix·sqrt(sigma2 + x²), where sigma2 is the mean square
+// of the whole row. Q5_1 without an imatrix spreads [min, max] over 31 steps (min stored as the
+// offset, truncating conversion of (x - min)/d + 0.5); with one, make_qkx3 (nmax 31, rmin -0.9,
+// rdelta 0.05, 36 steps, squared error) over the same weights. The fifth bit of element j goes
+// to bit j of the u32 qh (§2.3). Q5_0/Q5_1 exist here for llama-quantize's shape fallback
+// (Q4_K -> Q5_0, Q5_K -> Q5_1, §4.5).
 #include "quant/fp_strict.h"  // first: no FMA contraction in this file
 
 #include <algorithm>
@@ -68,6 +73,104 @@ void quantize_row_q4_0(const float* x, uint8_t* y, int64_t n, const float* imatr
     const float d = make_qx(32, 8, xb, L, w);
     store_f16(yb, d);
     for (int j = 0; j < 16; ++j) yb[2 + j] = uint8_t(L[j] | (L[j + 16] << 4));
+  }
+}
+
+namespace {
+
+// Stores 32 five-bit levels: low nibbles in qs (element j and j+16 share byte j), the fifth
+// bits in qh.
+void store_q5_levels(const uint8_t* L, uint8_t* qh_at, uint8_t* qs) {
+  uint32_t qh = 0;
+  for (int j = 0; j < 16; ++j) {
+    qs[j] = uint8_t((L[j] & 0x0F) | ((L[j + 16] & 0x0F) << 4));
+    qh |= uint32_t((L[j] >> 4) & 1) << j;
+    qh |= uint32_t((L[j + 16] >> 4) & 1) << (j + 16);
+  }
+  store_u32(qh_at, qh);
+}
+
+// Row mean square and the per-element weights imatrix·sqrt(sigma2 + x²) of one block.
+float row_sigma2(const float* x, int64_t n) {
+  float sum_x2 = 0;
+  for (int64_t j = 0; j < n; ++j) sum_x2 += x[j] * x[j];
+  return sum_x2 / float(n);
+}
+void block_weights(const float* xb, const float* qw, float sigma2, float* w) {
+  for (int j = 0; j < 32; ++j) w[j] = qw[j] * std::sqrt(sigma2 + xb[j] * xb[j]);
+}
+
+void q5_0_block_plain(const float* x, uint8_t* y) {
+  float amax = 0, max = 0;
+  for (int j = 0; j < 32; ++j) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  const float d = max / -16;
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  store_f16(y, d);
+  uint8_t L[32];
+  // x·id + 16.5 lies in [0.5, 32.5]: truncation through int8 as the reference does, cap 31.
+  for (int j = 0; j < 32; ++j) L[j] = uint8_t(std::min(31, int(int8_t(x[j] * id + 16.5f))));
+  store_q5_levels(L, y + 2, y + 6);
+}
+
+void q5_1_block_plain(const float* x, uint8_t* y) {
+  float min = x[0], max = x[0];
+  for (int j = 1; j < 32; ++j) {
+    if (x[j] < min) min = x[j];
+    if (x[j] > max) max = x[j];
+  }
+  const float d = (max - min) / 31;
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  store_f16(y, d);
+  store_f16(y + 2, min);
+  uint8_t L[32];
+  for (int j = 0; j < 32; ++j) L[j] = uint8_t((x[j] - min) * id + 0.5f);
+  store_q5_levels(L, y + 4, y + 8);
+}
+
+}  // namespace
+
+void quantize_row_q5_0(const float* x, uint8_t* y, int64_t n, const float* imatrix) {
+  if (!imatrix) {
+    for (int64_t ib = 0; ib < n / 32; ++ib) q5_0_block_plain(x + 32 * ib, y + 22 * ib);
+    return;
+  }
+  const float sigma2 = row_sigma2(x, n);
+  for (int64_t ib = 0; ib < n / 32; ++ib) {
+    const float* xb = x + 32 * ib;
+    uint8_t* yb = y + 22 * ib;
+    float w[32];
+    block_weights(xb, imatrix + 32 * ib, sigma2, w);
+    int8_t L[32];
+    const float d = make_qx(32, 16, xb, L, w);
+    store_f16(yb, d);
+    uint8_t U[32];
+    for (int j = 0; j < 32; ++j) U[j] = uint8_t(L[j]);
+    store_q5_levels(U, yb + 2, yb + 6);
+  }
+}
+
+void quantize_row_q5_1(const float* x, uint8_t* y, int64_t n, const float* imatrix) {
+  if (!imatrix) {
+    for (int64_t ib = 0; ib < n / 32; ++ib) q5_1_block_plain(x + 32 * ib, y + 24 * ib);
+    return;
+  }
+  const float sigma2 = row_sigma2(x, n);
+  for (int64_t ib = 0; ib < n / 32; ++ib) {
+    const float* xb = x + 32 * ib;
+    uint8_t* yb = y + 24 * ib;
+    float w[32];
+    block_weights(xb, imatrix + 32 * ib, sigma2, w);
+    uint8_t L[32];
+    float the_min = 0;
+    const float d = make_qkx3(32, 31, xb, w, L, &the_min, -0.9f, 0.05f, 36, false);
+    store_f16(yb, d);
+    store_f16(yb + 2, -the_min);
+    store_q5_levels(L, yb + 4, yb + 8);
   }
 }
 

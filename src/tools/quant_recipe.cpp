@@ -95,7 +95,8 @@ struct RecipeRow {
   Type def;
 };
 // The file types we produce (§4.2 ids); llama-quantize accepts more, which need quantizers
-// (Q5_0, Q4_1, IQ3_S...) or mixture rules we do not carry.
+// (Q4_1, IQ3_S...) or mixture rules we do not carry. (Q5_0/Q5_1 are produced only as the
+// shape fallbacks of Q4_K/Q5_K.)
 constexpr RecipeRow kRecipes[] = {
     {"F32", ftype::ALL_F32, Type::F32},       {"F16", ftype::MOSTLY_F16, Type::F16},
     {"BF16", ftype::BF16, Type::BF16},        {"Q8_0", ftype::Q8_0, Type::Q8_0},
@@ -378,9 +379,6 @@ TypeChoice TypePlanner::choose(const TensorDesc& t) {
       fail("tensor {} [{}]: {}", t.name, fmt::join(t.ne, ", "), e.what());
     }
     if (fb != c.type) {
-      // Q5_0/Q5_1 (the Q4_K/Q5_K fallbacks) have no quantizer here: Q8_0 is the nearest
-      // bigger type we can produce exactly.
-      if (!quant::can_quantize(fb) && fb != t.type) fb = t.dim(0) % 32 == 0 ? Type::Q8_0 : Type::F16;
       c.rule += fmt::format(" (ne[0]={} fallback {} -> {})", t.dim(0), quant::type_name(c.type),
                             quant::type_name(fb));
       c.type = fb;

@@ -113,8 +113,23 @@ QuantizePlan plan_quantize(const gguf::GgufFile& in, const QuantizeOptions& opt,
     plan.bytes_out += p.bytes_out;
     plan.tensors.push_back(std::move(p));
   }
-  plan.kvs = output_kvs(in, plan.recipe, im, opt.imatrix);
+  plan.kvs = output_kvs(in, plan.recipe, opt.uniform_imatrix ? nullptr : im, opt.imatrix);
   return plan;
+}
+
+Imatrix uniform_imatrix(const gguf::GgufFile& in) {
+  Imatrix im;
+  im.path = "(uniform)";
+  for (const gguf::TensorInfo& t : in.tensors()) {
+    if (t.ne.size() < 2 || t.dim(1) <= 1) continue;
+    ImatrixEntry e;
+    e.n_in = t.dim(0);
+    e.n_mat = t.dim(2);
+    e.values.assign(static_cast<size_t>(e.n_in * e.n_mat), 1.0f);
+    e.counts.assign(static_cast<size_t>(e.n_mat), 1);
+    im.entries.emplace(t.name, std::move(e));
+  }
+  return im;
 }
 
 void convert_tensor(const gguf::TensorInfo& src, Type to, const float* imatrix, uint8_t* dst, ThreadPool& pool) {
@@ -166,8 +181,11 @@ void convert_tensor(const gguf::TensorInfo& src, Type to, const float* imatrix, 
 QuantizeResult quantize_model(const QuantizeOptions& opt) {
   if (opt.input.empty() || opt.output.empty()) fail("quantize: input and output paths are required");
   auto in = gguf::GgufFile::open(opt.input);
+  if (opt.uniform_imatrix && !opt.imatrix.empty())
+    fail("quantize: --imatrix and --uniform-imatrix exclude each other");
   std::unique_ptr<Imatrix> im;
   if (!opt.imatrix.empty()) im = std::make_unique<Imatrix>(load_imatrix(opt.imatrix));
+  if (opt.uniform_imatrix) im = std::make_unique<Imatrix>(uniform_imatrix(*in));
 
   QuantizeResult res;
   res.plan = plan_quantize(*in, opt, im.get());

@@ -37,6 +37,10 @@ struct QuantizeOptions {
   std::string input, output;
   std::string type = "Q8_0";              // a recipe name (quant_recipe.h)
   std::string imatrix;                    // path; empty: none
+  // No calibration data: every column of every tensor gets importance 1 (so the IQ types,
+  // which refuse to run without an imatrix, can be made — e.g. as the "no imatrix" side of
+  // an A/B comparison). Excludes `imatrix`; no quantize.imatrix.* keys are written.
+  bool uniform_imatrix = false;
   std::vector<std::string> tensor_types;  // "REGEX=TYPE", first match wins
   bool pure = false;
   std::optional<quant::Type> output_tensor_type, token_embedding_type;
@@ -70,6 +74,10 @@ struct QuantizePlan {
 
 // `im` may be null. Throws k3::Error for anything that would make the run fail.
 QuantizePlan plan_quantize(const gguf::GgufFile& in, const QuantizeOptions& opt, const Imatrix* im);
+
+// The imatrix of QuantizeOptions::uniform_imatrix for `in`: for every tensor of two or more
+// dimensions, ne[0]·ne[2] values of 1.
+Imatrix uniform_imatrix(const gguf::GgufFile& in);
 
 struct QuantizeResult {
   QuantizePlan plan;

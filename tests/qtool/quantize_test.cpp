@@ -123,6 +123,39 @@ TEST(Quantize, F32GoldenModelsToEveryFileType) {
   }
 }
 
+// The IQ file types from the F32 goldens, which have no imatrix of their own: with
+// --uniform-imatrix every grid tensor is made (64/128-wide rows take the IQ4_NL fallback) and
+// matches the reference codec given the same all-ones importance.
+TEST(Quantize, F32GoldenModelsToIqTypesWithUniformImatrix) {
+  ScratchDir dir;
+  for (const char* model : {"tiny10-base.gguf", "archtest-s1.gguf"}) {
+    auto in = k3::gguf::GgufFile::open(golden(model));
+    const Imatrix flat = uniform_imatrix(*in);
+    for (const char* type : {"IQ2_XXS", "IQ1_M", "IQ1_S"}) {
+      SCOPED_TRACE(std::string(model) + " -> " + type);
+      QuantizeOptions o;
+      o.input = golden(model);
+      o.output = dir.file(std::string(type) + ".gguf");
+      o.type = type;
+      o.uniform_imatrix = true;
+      o.threads = 2;
+      // tiny10's 16/48-wide rows have no IQ4_NL fallback either (F16, as llama-quantize).
+      QuantizeResult r = quantize_model(o);
+      EXPECT_GT(verify(golden(model), o.output, r, &flat), 0);
+      EXPECT_EQ(file_type_of(o.output), parse_recipe(type).file_type);
+      EXPECT_EQ(k3::gguf::GgufFile::open(o.output)->find("quantize.imatrix.file"), nullptr);
+    }
+  }
+  QuantizeOptions both;
+  both.input = golden("tiny10-base.gguf");
+  both.output = dir.file("both.gguf");
+  both.type = "IQ1_M";
+  both.imatrix = golden("small-imatrix.gguf");
+  both.uniform_imatrix = true;
+  EXPECT_THROW(quantize_model(both), k3::Error);
+  EXPECT_FALSE(std::filesystem::exists(both.output));
+}
+
 TEST(Quantize, SmallQ8ToEveryFileTypeWithImatrix) {
   ScratchDir dir;
   Imatrix im = load_imatrix(golden("small-imatrix.gguf"));

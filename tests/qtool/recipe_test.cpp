@@ -84,6 +84,34 @@ TEST(QuantRecipe, ShapeFallbackAndGpuSafeTypes) {
   EXPECT_EQ(safe_gpu_type(Type::IQ2_XXS), Type::IQ2_XXS);
 }
 
+// tiny10 is 64 wide: Q4_K/Q5_K tensors take llama-quantize's Q5_0/Q5_1 fallbacks (§4.5), which
+// we now produce (no Q8_0 substitute).
+TEST(QuantRecipe, NarrowRowsFallBackToQ5LikeLlamaQuantize) {
+  auto src = k3::gguf::GgufFile::open(golden("tiny10-base.gguf"));
+  QuantizeOptions o;
+  o.type = "Q4_K_S";
+  QuantizePlan p = plan_quantize(*src, o, nullptr);
+  int q50 = 0, q51 = 0;
+  for (const TensorPlan& t : p.tensors) {
+    if (t.to == Type::Q5_0) {
+      ++q50;
+      EXPECT_NE(t.rule.find("fallback Q4_K -> Q5_0"), std::string::npos) << t.name << ": " << t.rule;
+    }
+    if (t.to == Type::Q5_1) {
+      ++q51;
+      EXPECT_NE(t.rule.find("fallback Q5_K -> Q5_1"), std::string::npos) << t.name << ": " << t.rule;
+    }
+    if (t.to == Type::Q5_0 || t.to == Type::Q5_1) {
+      EXPECT_NE(t.ne[0] % 256, 0) << t.name;
+    }
+    if (t.name.find("ffn_down_exps") != std::string::npos) {
+      EXPECT_EQ(t.to, Type::Q5_0) << t.name;  // 32 wide
+    }
+  }
+  EXPECT_GT(q50, 50);
+  EXPECT_GE(q51, 1);  // the first attn_v-like tensors get Q5_K in Q4_K_S
+}
+
 TEST(QuantRecipe, WhichTensorsMayBeQuantized) {
   EXPECT_TRUE(may_quantize("blk.1.ffn_up_exps.weight", 3));
   EXPECT_TRUE(may_quantize("blk.0.ssm_beta.weight", 2));

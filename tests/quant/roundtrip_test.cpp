@@ -25,7 +25,8 @@ struct Bound {
 // Gaussian rows, 4 × 1024.
 const Bound kBounds[] = {
     {Type::F32, 0.0},      {Type::F16, 2.4e-4},   {Type::BF16, 2.0e-3}, {Type::Q8_0, 0.0065},
-    {Type::Q4_0, 0.102},   {Type::MXFP4, 0.13},   {Type::Q2_K, 0.35},   {Type::Q3_K, 0.18},
+    {Type::Q4_0, 0.102},   {Type::Q5_0, 0.051},   {Type::Q5_1, 0.044},  {Type::MXFP4, 0.13},
+    {Type::Q2_K, 0.35},    {Type::Q3_K, 0.18},
     {Type::Q4_K, 0.083},   {Type::Q5_K, 0.042},   {Type::Q6_K, 0.021},  {Type::IQ4_NL, 0.09},
     {Type::IQ4_XS, 0.091},
 };
@@ -140,7 +141,7 @@ TEST(QuantizeErrors, ImatrixRequiredTypesThrowWithoutOne) {
 TEST(QuantizeErrors, UnsupportedTypesThrow) {
   const std::vector<float> x(256, 1.f);
   std::vector<uint8_t> out(1024);
-  for (Type t : {Type::Q8_1, Type::Q8_K, Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::TQ1_0, Type::TQ2_0, Type::NVFP4,
+  for (Type t : {Type::Q8_1, Type::Q8_K, Type::Q4_1, Type::TQ1_0, Type::TQ2_0, Type::NVFP4,
                  Type::I8, Type::I32, Type::F64}) {
     EXPECT_FALSE(k3::quant::can_quantize(t)) << k3::quant::type_name(t);
     EXPECT_THROW(k3::quant::quantize_rows(t, x.data(), out.data(), 1, 256, nullptr), k3::Error)
