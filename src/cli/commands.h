@@ -31,5 +31,6 @@ int cmd_split(int argc, char** argv);
 int cmd_merge(int argc, char** argv);
 int cmd_convert(int argc, char** argv);
 int cmd_imatrix(int argc, char** argv);
+int cmd_reap(int argc, char** argv);
 
 }  // namespace k3::cli

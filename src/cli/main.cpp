@@ -28,6 +28,7 @@ const Command* commands() {
       {"merge", "merge a split GGUF model into one file", cmd_merge},
       {"convert", "convert a Kimi-K3 Hugging Face checkpoint (safetensors) to GGUF", cmd_convert},
       {"imatrix", "collect an importance matrix (llama.cpp GGUF format) and expert coverage", cmd_imatrix},
+      {"reap", "prune routed experts (REAP saliency, frequency or random), byte-exact GGUF slicing", cmd_reap},
       {nullptr, nullptr, nullptr},
   };
   return table;

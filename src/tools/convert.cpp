@@ -438,6 +438,10 @@ ConvertResult convert_hf(const ConvertOptions& opt) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) fail("{}: not a directory (give the Hugging Face checkpoint directory)", opt.hf_dir);
   if (opt.out_path.empty()) fail("no output path (-o OUT.gguf)");
+  // Checked before any tensor is read: a full checkpoint takes a long time to plan.
+  if (fs::is_directory(opt.out_path, ec)) fail("{}: is a directory; give the output file name (-o OUT.gguf)", opt.out_path);
+  if (const fs::path parent = fs::path(opt.out_path).parent_path(); !parent.empty() && !fs::is_directory(parent, ec))
+    fail("{}: output directory '{}' does not exist", opt.out_path, parent.string());
 
   const K3HfConfig cfg = read_k3_config((dir / "config.json").string());
   auto st = SafetensorsSet::open(opt.hf_dir);

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "tools/hf_k3_template.h"
 #include "tools/tiktoken.h"
 
 namespace k3::tools {
@@ -148,14 +149,17 @@ HfTokenizerResult hf_tokenizer_kvs(const HfTokenizerInput& in) {
   } else if (fs::exists(dir / "chat_template.jinja", ec)) {
     tmpl = slurp(dir / "chat_template.jinja");
   }
-  if (!tmpl.empty()) {
-    kv.emplace_back("tokenizer.chat_template", Value::string(std::move(tmpl)));
-    r.has_template = true;
-  } else {
-    log::warn("{}: no chat template (tokenizer_config.json chat_template, chat_template.jinja or --chat-template); "
-              "none is embedded",
+  if (tmpl.empty()) {
+    // K3 checkpoints ship without one; K3's own template makes the GGUF usable as is by
+    // llama.cpp-style tools that render chats from tokenizer.chat_template.
+    tmpl = std::string(kimi_k3_chat_template());
+    r.builtin_template = true;
+    log::info("{}: no chat template (tokenizer_config.json chat_template, chat_template.jinja or --chat-template); "
+              "embedding Kimi-K3.jinja (sha256 4578103b...e87806b3)",
               in.dir);
   }
+  kv.emplace_back("tokenizer.chat_template", Value::string(std::move(tmpl)));
+  r.has_template = true;
   return r;
 }
 

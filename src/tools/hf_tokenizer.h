@@ -7,7 +7,8 @@
 // config's eos_token_id when given (K3: <|end_of_msg|>), else tokenizer_config's eos_token;
 // bos/pad/unk come from tokenizer_config (falling back to [BOS]/[PAD]/[UNK] by name); eot is
 // the token named [EOT]. The chat template is, in order of preference: the override file,
-// tokenizer_config.json's chat_template, chat_template.jinja; with none, no template is written.
+// tokenizer_config.json's chat_template, chat_template.jinja; with none, K3's own Kimi-K3.jinja
+// (tools/hf_k3_template.h).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,7 @@ struct HfTokenizerResult {
   std::vector<std::pair<std::string, gguf::Value>> kvs;
   uint32_t n_tokens = 0, n_merges = 0;
   bool has_template = false;
+  bool builtin_template = false;  // none in the checkpoint: Kimi-K3.jinja was embedded
 };
 
 HfTokenizerResult hf_tokenizer_kvs(const HfTokenizerInput& in);

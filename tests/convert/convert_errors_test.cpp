@@ -194,6 +194,24 @@ TEST_F(ConvertErrors, MissingTokenizer) {
   EXPECT_NE(convert_error().find("tiktoken.model"), std::string::npos);
 }
 
+TEST_F(ConvertErrors, OutputDirectoryMissingOrADirectory) {
+  for (const std::string& out : {tmp_->str("no-such-dir/model.gguf"), tmp_->str("out")}) {
+    tools::ConvertOptions o;
+    o.hf_dir = hf();
+    o.out_path = out;
+    o.threads = 1;
+    try {
+      tools::convert_hf(o);
+      ADD_FAILURE() << "converted to " << out;
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_TRUE(m.find("does not exist") != std::string::npos || m.find("is a directory") != std::string::npos) << m;
+    }
+    EXPECT_FALSE(fs::exists(tmp_->path / "no-such-dir"));
+    EXPECT_TRUE(fs::is_empty(tmp_->path / "out"));
+  }
+}
+
 TEST_F(ConvertErrors, CliReportsTheErrorAndExits1) {
   if (!fs::exists(K3_BINARY)) GTEST_SKIP() << "k3 binary not built";
   fs::resize_file(st(), fs::file_size(st()) - 100);
