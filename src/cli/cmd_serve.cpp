@@ -68,7 +68,7 @@ int cmd_serve(int argc, char** argv) {
   std::string model_path, scripted_path;
   server::ServerOptions o;
   o.sched.n_ctx = 4096;
-  bool verbose = false;
+  bool verbose = false, no_prompt_cache = false;
   app.add_option("-m,--model", model_path, "GGUF model (first shard); default: the embedded tiny model");
   app.add_option("--host", o.host, "address to listen on (default 127.0.0.1: this machine only)");
   app.add_option("--port", o.port, "TCP port (default 8080; 0: any free port, printed at start)");
@@ -85,6 +85,9 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("--drain-timeout", o.drain_s,
                  "on SIGINT/SIGTERM, seconds running requests may take to finish (default 30; 0: stop at once)");
   app.add_option("--max-body", o.max_body, "largest request body in bytes (default 8388608)");
+  app.add_flag("--no-prompt-cache", no_prompt_cache,
+               "do not keep a per-slot snapshot of the last conversation for the next turn to reuse "
+               "(saves one sequence state per slot)");
   app.add_option("--queue", o.sched.queue_max, "requests that may wait for a slot (default 64)");
   app.add_option("-b,--batch", o.sched.n_batch, "prompt tokens per decode step, all slots (default 512)");
   app.add_option("--alias", o.model_alias, "model name in responses (default: the file name)");
@@ -104,6 +107,7 @@ int cmd_serve(int argc, char** argv) {
     fmt::print(stderr, "error: {}\n", msg);
     return 2;
   };
+  o.sched.prompt_cache = !no_prompt_cache;
   if (o.port < 0 || o.port > 65535) return usage("--port must be in 0…65535");
   if (o.sched.n_slots < 1 || o.sched.n_slots > 256) return usage("--parallel must be in 1…256");
   if (o.sched.n_threads < 0) return usage("--threads must be >= 0");

@@ -15,6 +15,7 @@ Generation::Generation(Job& job, const text::Tokenizer& tok, const VocabRoles& r
   // Prompt tokens enter the penalty window, as in llama.cpp.
   for (int32_t t : job.prompt) sampler_.accept(t);
   usage_.prompt_tokens = static_cast<int64_t>(job.prompt.size());
+  usage_.cached_tokens = job.n_cached;
   if (job.kind == JobKind::Chat) {
     parser_.emplace(job.parser);
     if (job.params.reasoning_budget >= 0 && job.parser.thinking) {

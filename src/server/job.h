@@ -34,6 +34,7 @@ struct GenParams {
 
 struct Usage {
   int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;  // of prompt_tokens, restored from the slot's prompt cache
   int64_t completion_tokens = 0;
   double prompt_ms = 0;     // prompt decode
   double predicted_ms = 0;  // from the first sampled token to the end
@@ -82,6 +83,11 @@ enum class JobKind { Chat, Completion };
 struct Job {
   JobKind kind = JobKind::Chat;
   std::vector<int32_t> prompt;
+  // Where the scheduler snapshots the state for the next request's prompt reuse: the end of
+  // the conversation history (before the generation prompt), so the next turn, which repeats
+  // the history, starts from it. 0: one token before the prompt's end.
+  size_t snapshot_at = 0;
+  int64_t n_cached = 0;              // set by the scheduler: prompt tokens reused
   GenParams params;
   text::ParserOptions parser;        // chat only
   std::vector<int32_t> script;       // test-only scripted output (replaces sampling)

@@ -1,6 +1,7 @@
 // server/request_parse: see request_parse.h.
 #include "server/request_parse.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -170,6 +171,22 @@ std::vector<text::ChatSegment> render(const Json& req, const RequestLimits& lim)
   }
 }
 
+// The token count of the conversation without the generation prompt, when the full prompt
+// starts with exactly those tokens (else 0): the point a follow-up turn shares.
+size_t history_end(const Json& req, const std::vector<text::ChatSegment>& segs, const text::Tokenizer& tok,
+                   const std::vector<int32_t>& prompt) {
+  std::vector<text::ChatSegment> hist;
+  try {
+    hist = text::render_chat_segments(text::chat_input_from_request(req, false));
+  } catch (const std::exception&) {
+    return 0;
+  }
+  if (hist.size() >= segs.size() || !std::equal(hist.begin(), hist.end(), segs.begin())) return 0;
+  std::vector<int32_t> ids = tokenize_segments(tok, hist);
+  if (ids.empty() || ids.size() >= prompt.size() || !std::equal(ids.begin(), ids.end(), prompt.begin())) return 0;
+  return ids.size();
+}
+
 void check_prompt_fits(size_t n_prompt, const RequestLimits& lim) {
   if (static_cast<int64_t>(n_prompt) >= lim.n_ctx)
     throw ApiError(400, "exceed_context_size_error",
@@ -214,6 +231,7 @@ BuiltRequest build_chat_request(const Json& req, const text::Tokenizer& tok,
   std::vector<text::ChatSegment> segs = render(req, lim);
   job->prompt = tokenize_segments(tok, segs);
   check_prompt_fits(job->prompt.size(), lim);
+  job->snapshot_at = history_end(req, segs, tok, job->prompt);
 
   // The parser starts in the channel the generation prompt opened (spec §1.8).
   size_t n = segs.size();

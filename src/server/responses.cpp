@@ -22,7 +22,7 @@ Json usage_json(const Usage& u) {
   j["completion_tokens"] = u.completion_tokens;
   j["prompt_tokens"] = u.prompt_tokens;
   j["total_tokens"] = u.completion_tokens + u.prompt_tokens;
-  j["prompt_tokens_details"] = {{"cached_tokens", 0}};
+  j["prompt_tokens_details"] = {{"cached_tokens", u.cached_tokens}};
   return j;
 }
 
@@ -30,8 +30,8 @@ Json timings_json(const Usage& u) {
   auto per = [](double ms, int64_t n) { return n > 0 ? ms / static_cast<double>(n) : 0.0; };
   auto rate = [](double ms, int64_t n) { return ms > 0 ? 1000.0 * static_cast<double>(n) / ms : 0.0; };
   Json j;
-  j["cache_n"] = 0;
-  j["prompt_n"] = u.prompt_tokens;
+  j["cache_n"] = u.cached_tokens;
+  j["prompt_n"] = u.prompt_tokens - u.cached_tokens;
   j["prompt_ms"] = u.prompt_ms;
   j["prompt_per_token_ms"] = per(u.prompt_ms, u.prompt_tokens);
   j["prompt_per_second"] = rate(u.prompt_ms, u.prompt_tokens);

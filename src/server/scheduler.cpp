@@ -18,6 +18,11 @@ namespace k3::server {
 
 struct Scheduler::Slot {
   int32_t seq = 0;
+  int32_t snap_seq = -1;             // prompt cache sequence; -1: no cache
+  std::vector<int32_t> cached;       // the tokens whose state snap_seq holds
+  bool restore = false;              // copy snap_seq into seq before the next decode
+  size_t snap_at = 0;                // this job's snapshot point (0: none)
+  uint64_t last_job = 0;             // admission counter when the slot last took a job
   std::shared_ptr<Job> job;
   std::unique_ptr<Generation> gen;
   size_t n_fed = 0;          // prompt tokens decoded so far
@@ -33,7 +38,7 @@ Scheduler::Scheduler(std::shared_ptr<const model::Model> model,
   if (opts_.n_batch < 1) opts_.n_batch = 1;
   runtime::EngineOptions eo;
   eo.n_threads = opts_.n_threads;
-  eo.n_seq_max = opts_.n_slots;
+  eo.n_seq_max = opts_.n_slots * (opts_.prompt_cache ? 2 : 1);
   eo.n_ctx = opts_.n_ctx;
   engine_ = std::make_unique<runtime::Engine>(std::move(model), eo);
   n_ctx_ = engine_->n_ctx();
@@ -82,16 +87,31 @@ void Scheduler::fail_job(Job& job, int status, const char* type, const std::stri
 }
 
 void Scheduler::release(Slot& s) {
-  engine_->seq_clear(s.seq);
+  engine_->seq_clear(s.seq);  // the snapshot stays for the next job
   s.job.reset();
   s.gen.reset();
   s.n_fed = 0;
   s.next = -1;
+  s.restore = false;
+  s.snap_at = 0;
 }
+
+namespace {
+
+// Tokens of `prompt` a slot can skip: its whole snapshot when that is a proper prefix.
+size_t reusable(const std::vector<int32_t>& cached, const std::vector<int32_t>& prompt) {
+  if (cached.empty() || cached.size() >= prompt.size()) return 0;
+  return std::equal(cached.begin(), cached.end(), prompt.begin()) ? cached.size() : 0;
+}
+
+}  // namespace
 
 void Scheduler::loop() {
   std::vector<Slot> slots(static_cast<size_t>(opts_.n_slots));
-  for (size_t i = 0; i < slots.size(); ++i) slots[i].seq = static_cast<int32_t>(i);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    slots[i].seq = static_cast<int32_t>(i);
+    if (opts_.prompt_cache) slots[i].snap_seq = static_cast<int32_t>(slots.size() + i);
+  }
   for (;;) {
     {
       std::unique_lock<std::mutex> lk(mu_);
@@ -119,13 +139,33 @@ void Scheduler::loop() {
           ++it;
         }
       }
-      for (Slot& s : slots) {
-        if (s.job || queue_.empty()) continue;
+      // Each waiting job (in order) takes the free slot whose snapshot saves the most; with
+      // nothing to reuse, the slot whose snapshot is least likely to be wanted (none, else the
+      // least recently used), so other conversations keep theirs.
+      while (!queue_.empty()) {
+        Slot* best = nullptr;
+        size_t best_reuse = 0;
+        auto worth = [](const Slot& s) { return s.cached.empty() ? 0 : s.last_job; };
+        for (Slot& s : slots) {
+          if (s.job) continue;
+          size_t r = reusable(s.cached, queue_.front()->prompt);
+          if (!best || r > best_reuse || (r == best_reuse && worth(s) < worth(*best))) best = &s, best_reuse = r;
+        }
+        if (!best) break;
+        Slot& s = *best;
         s.job = std::move(queue_.front());
         queue_.pop_front();
         s.t_start = now;
-        s.n_fed = 0;
+        s.last_job = ++n_admitted_;
+        s.n_fed = best_reuse;
+        s.restore = best_reuse > 0;
+        s.job->n_cached = static_cast<int64_t>(best_reuse);
+        stats_.prompt_tokens_cached_total += best_reuse;
         s.next = -1;
+        const size_t n = s.job->prompt.size();
+        size_t at = s.job->snapshot_at > 0 && s.job->snapshot_at < n ? s.job->snapshot_at : n - 1;
+        // Nothing to gain from a snapshot the slot already holds, or from an empty one.
+        s.snap_at = s.snap_seq >= 0 && at > best_reuse ? at : 0;
       }
       stats_.queued = queue_.size();
       stats_.slots_busy = static_cast<int>(
@@ -161,6 +201,12 @@ void Scheduler::step(std::vector<Slot>& slots) {
     }
   }
 
+  for (Slot& s : slots)
+    if (s.job && s.restore) {
+      engine_->seq_copy(s.snap_seq, s.seq);
+      s.restore = false;
+    }
+
   // One batch: every generating slot's next token, then prompt chunks within n_batch.
   std::vector<runtime::BatchToken> batch;
   std::vector<Slot*> with_logits;
@@ -175,7 +221,9 @@ void Scheduler::step(std::vector<Slot>& slots) {
   for (Slot& s : slots) {
     if (!s.job || s.generating() || prompt_budget <= 0) continue;
     const std::vector<int32_t>& p = s.job->prompt;
-    size_t take = std::min<size_t>(p.size() - s.n_fed, static_cast<size_t>(prompt_budget));
+    // A chunk ends at the snapshot point, so the state there can be copied after the step.
+    size_t end = s.snap_at > s.n_fed ? s.snap_at : p.size();
+    size_t take = std::min<size_t>(end - s.n_fed, static_cast<size_t>(prompt_budget));
     for (size_t i = 0; i < take; ++i) {
       bool last = s.n_fed + i + 1 == p.size();
       batch.push_back({p[s.n_fed + i], s.seq, -1, last});
@@ -209,6 +257,12 @@ void Scheduler::step(std::vector<Slot>& slots) {
     stats_.requests_failed += n_fail;
     return;
   }
+  for (Slot& s : slots)
+    if (s.job && s.snap_at > 0 && s.n_fed == s.snap_at) {
+      engine_->seq_copy(s.seq, s.snap_seq);
+      s.cached.assign(s.job->prompt.begin(), s.job->prompt.begin() + static_cast<std::ptrdiff_t>(s.snap_at));
+      s.snap_at = 0;
+    }
   Clock::time_point t1 = Clock::now();
   double dt = std::chrono::duration<double>(t1 - t0).count();
 

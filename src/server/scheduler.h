@@ -7,6 +7,10 @@
 // next step and their sequence is cleared for the next job. submit() never blocks: a full
 // queue or a stopped scheduler is an ApiError 503. stop() fails what is left with 503 and
 // joins the thread; the destructor stops.
+// Prompt cache (opts.prompt_cache): K3's recurrent state cannot be rolled back, so each slot
+// keeps a snapshot sequence (engine sequence n_slots + i) holding the state after a prefix
+// of its last prompt (job->snapshot_at). A new job whose prompt starts with a slot's whole
+// snapshot is given that slot, restored from the snapshot, and decodes only the rest.
 #pragma once
 
 #include <condition_variable>
@@ -38,12 +42,14 @@ struct SchedulerOptions {
   int64_t n_ctx = 4096;       // per slot; 0: the model's
   int64_t n_batch = 512;      // prompt tokens per step, all slots together
   size_t queue_max = 64;      // waiting jobs beyond the slots
+  bool prompt_cache = true;   // keep a per-slot prompt snapshot for reuse
 };
 
 // Counters and gauges for /metrics (a consistent snapshot).
 struct SchedulerStats {
   uint64_t requests_finished = 0, requests_failed = 0, requests_cancelled = 0;
   uint64_t prompt_tokens_total = 0, predicted_tokens_total = 0, n_decode_total = 0;
+  uint64_t prompt_tokens_cached_total = 0;  // restored from a slot's snapshot, not decoded
   double prompt_seconds_total = 0, predicted_seconds_total = 0;
   uint64_t batch_tokens_max = 0;
   double predicted_tokens_per_second = 0;  // over the last 10 s of generation
@@ -85,6 +91,7 @@ class Scheduler {
   std::deque<std::shared_ptr<Job>> queue_;
   bool stopping_ = false;
   SchedulerStats stats_;
+  uint64_t n_admitted_ = 0;  // jobs given a slot so far (orders slots by recent use)
   std::deque<std::pair<Clock::time_point, int64_t>> rate_window_;
   std::thread thread_;
 };

@@ -153,14 +153,20 @@ void Server::Impl::run_job(BuiltRequest b, bool chat, const httplib::Request& re
   // writes nothing until the end, so it watches the socket while it waits.
   ConnectionProbe probe;
   if (!b.stream) probe = ConnectionProbe::find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+  // Checked on a clock, not only when the channel is idle: a fast model keeps it busy.
+  auto next_probe = Clock::now();
   auto next_event = [&](Event& e) {
-    while (!job->channel.pop(e, std::chrono::milliseconds(100))) {
-      if (probe.closed()) {
-        job->cancelled = true;
-        return false;
+    for (;;) {
+      const bool got = job->channel.pop(e, std::chrono::milliseconds(100));
+      if (Clock::now() >= next_probe) {
+        next_probe = Clock::now() + std::chrono::milliseconds(100);
+        if (probe.closed()) {
+          job->cancelled = true;
+          return false;
+        }
       }
+      if (got) return true;
     }
-    return true;
   };
   // The first event decides between an HTTP error and a response (spec §4.4).
   Event ev;
@@ -291,6 +297,8 @@ std::string Server::Impl::metrics_text() {
     out += fmt::format("# HELP k3_{} {}\n# TYPE k3_{} {}\nk3_{} {}\n", name, help, name, type, name, v);
   };
   metric("prompt_tokens_total", "counter", "Prompt tokens decoded.", static_cast<double>(s.prompt_tokens_total));
+  metric("prompt_tokens_cached_total", "counter", "Prompt tokens restored from a slot's prompt cache instead of decoded.",
+         static_cast<double>(s.prompt_tokens_cached_total));
   metric("prompt_seconds_total", "counter", "Decode time spent on prompt tokens.", s.prompt_seconds_total);
   metric("tokens_predicted_total", "counter", "Tokens generated.", static_cast<double>(s.predicted_tokens_total));
   metric("tokens_predicted_seconds_total", "counter", "Decode time spent on generated tokens.", s.predicted_seconds_total);

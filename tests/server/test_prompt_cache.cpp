@@ -1,0 +1,91 @@
+// tests/server/test_prompt_cache: the per-slot prompt snapshot. A follow-up turn (history +
+// one more exchange) and a repeated request restore the snapshot and decode only the rest;
+// what they generate is what a server without the cache generates for the same request.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "server_test_util.h"
+
+namespace k3::server::test {
+namespace {
+
+int64_t cached_of(const Json& j) { return j["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>(); }
+
+std::string metric_line(TestServer& s, const std::string& name) {
+  auto m = s.client()->Get("/metrics");
+  if (!m) return "";
+  size_t at = m->body.find("\n" + name + " ");
+  if (at == std::string::npos) return "";
+  size_t end = m->body.find('\n', at + 1);
+  return m->body.substr(at + 1, end - at - 1);
+}
+
+Json greedy(Json req, int max_tokens) {
+  req["max_tokens"] = max_tokens;
+  req["temperature"] = 0;
+  return req;
+}
+
+TEST(ServerPromptCache, FollowUpTurnStartsFromTheLastHistory) {
+  TestServer s;
+  Json turn1 = greedy(user_chat("Tell me a story."), 6);
+  auto [st1, a] = s.post("/v1/chat/completions", turn1);
+  ASSERT_EQ(st1, 200) << a.dump();
+  EXPECT_EQ(cached_of(a), 0);
+
+  // The next turn repeats the history: everything up to the end of the first user message
+  // comes from the snapshot.
+  Json turn2 = turn1;
+  turn2["messages"].push_back(Json{{"role", "assistant"}, {"content", "Once upon a time."}});
+  turn2["messages"].push_back(Json{{"role", "user"}, {"content", "And then?"}});
+  auto [st2, b] = s.post("/v1/chat/completions", turn2);
+  ASSERT_EQ(st2, 200) << b.dump();
+  const int64_t reused = cached_of(b);
+  EXPECT_GT(reused, 10);
+  EXPECT_LT(reused, a["usage"]["prompt_tokens"].get<int64_t>());
+  EXPECT_EQ(metric_line(s, "k3_prompt_tokens_cached_total"), fmt::format("k3_prompt_tokens_cached_total {}", reused));
+
+  ServerOptions off = default_options();
+  off.sched.prompt_cache = false;
+  TestServer fresh(off);
+  auto [st3, c] = fresh.post("/v1/chat/completions", turn2);
+  ASSERT_EQ(st3, 200) << c.dump();
+  EXPECT_EQ(cached_of(c), 0);
+  EXPECT_EQ(b["choices"], c["choices"]) << "restoring the snapshot changed the answer";
+  EXPECT_EQ(b["usage"]["prompt_tokens"], c["usage"]["prompt_tokens"]);
+}
+
+TEST(ServerPromptCache, RepeatedCompletionReusesAllButTheLastToken) {
+  TestServer s;
+  Json req = greedy(Json{{"prompt", "Once upon a time there was a"}}, 5);
+  auto [st1, a] = s.post("/v1/completions", req);
+  auto [st2, b] = s.post("/v1/completions", req);
+  ASSERT_EQ(st1, 200) << a.dump();
+  ASSERT_EQ(st2, 200) << b.dump();
+  EXPECT_EQ(cached_of(a), 0);
+  EXPECT_EQ(cached_of(b), a["usage"]["prompt_tokens"].get<int64_t>() - 1);
+  EXPECT_EQ(a["choices"][0]["text"], b["choices"][0]["text"]);
+  // A different prompt shares no snapshot and decodes in full.
+  auto [st3, c] = s.post("/v1/completions", greedy(Json{{"prompt", "Twice upon a time"}}, 3));
+  ASSERT_EQ(st3, 200);
+  EXPECT_EQ(cached_of(c), 0);
+}
+
+TEST(ServerPromptCache, WaitingJobTakesTheSlotHoldingItsPrefix) {
+  ServerOptions o = default_options();  // two slots
+  TestServer s(o);
+  Json story = greedy(Json{{"prompt", "A long story about a cat and a dog"}}, 2);
+  Json other = greedy(Json{{"prompt", "Something else entirely, about weather"}}, 2);
+  ASSERT_EQ(s.post("/v1/completions", story).first, 200);
+  ASSERT_EQ(s.post("/v1/completions", other).first, 200);
+  // Both slots hold a snapshot now; each repeat finds its own.
+  auto [st1, a] = s.post("/v1/completions", other);
+  auto [st2, b] = s.post("/v1/completions", story);
+  ASSERT_EQ(st1, 200);
+  ASSERT_EQ(st2, 200);
+  EXPECT_EQ(cached_of(a), a["usage"]["prompt_tokens"].get<int64_t>() - 1);
+  EXPECT_EQ(cached_of(b), b["usage"]["prompt_tokens"].get<int64_t>() - 1);
+}
+
+}  // namespace
+}  // namespace k3::server::test
