@@ -171,10 +171,9 @@ std::vector<text::ChatSegment> render(const Json& req, const RequestLimits& lim)
   }
 }
 
-// The token count of the conversation without the generation prompt, when the full prompt
-// starts with exactly those tokens (else 0): the point a follow-up turn shares.
-size_t history_end(const Json& req, const std::vector<text::ChatSegment>& segs, const text::Tokenizer& tok,
-                   const std::vector<int32_t>& prompt) {
+// How many leading segments of `segs` are the conversation without the generation prompt
+// (0 when that rendering is not a prefix): the point a follow-up turn shares.
+size_t history_segments(const Json& req, const std::vector<text::ChatSegment>& segs) {
   std::vector<text::ChatSegment> hist;
   try {
     hist = text::render_chat_segments(text::chat_input_from_request(req, false));
@@ -182,9 +181,7 @@ size_t history_end(const Json& req, const std::vector<text::ChatSegment>& segs, 
     return 0;
   }
   if (hist.size() >= segs.size() || !std::equal(hist.begin(), hist.end(), segs.begin())) return 0;
-  std::vector<int32_t> ids = tokenize_segments(tok, hist);
-  if (ids.empty() || ids.size() >= prompt.size() || !std::equal(ids.begin(), ids.end(), prompt.begin())) return 0;
-  return ids.size();
+  return hist.size();
 }
 
 void check_prompt_fits(size_t n_prompt, const RequestLimits& lim) {
@@ -229,9 +226,14 @@ BuiltRequest build_chat_request(const Json& req, const text::Tokenizer& tok,
   job->kind = JobKind::Chat;
   read_common(req, lim, job->params, out);
   std::vector<text::ChatSegment> segs = render(req, lim);
-  job->prompt = tokenize_segments(tok, segs);
+  // Segments tokenize independently, so the history's tokens are the prompt's first ones.
+  const auto split = segs.begin() + static_cast<std::ptrdiff_t>(history_segments(req, segs));
+  job->prompt = tokenize_segments(tok, {segs.begin(), split});
+  job->snapshot_at = job->prompt.size();
+  std::vector<int32_t> rest = tokenize_segments(tok, {split, segs.end()});
+  job->prompt.insert(job->prompt.end(), rest.begin(), rest.end());
+  if (job->snapshot_at >= job->prompt.size()) job->snapshot_at = 0;
   check_prompt_fits(job->prompt.size(), lim);
-  job->snapshot_at = history_end(req, segs, tok, job->prompt);
 
   // The parser starts in the channel the generation prompt opened (spec §1.8).
   size_t n = segs.size();

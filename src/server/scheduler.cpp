@@ -115,14 +115,13 @@ void Scheduler::loop() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lk(mu_);
-      auto busy = [&] {
-        return std::any_of(slots.begin(), slots.end(), [](const Slot& s) { return s.job != nullptr; });
+      auto n_busy = [&] {
+        return static_cast<int>(std::count_if(slots.begin(), slots.end(), [](const Slot& s) { return s.job != nullptr; }));
       };
-      // Counted before waiting too, so /metrics and drain() see a slot freed by the last step.
-      stats_.slots_busy = static_cast<int>(
-          std::count_if(slots.begin(), slots.end(), [](const Slot& s) { return s.job != nullptr; }));
+      // Counted before waiting, so /metrics and drain() see a slot freed by the last step.
+      stats_.slots_busy = n_busy();
       stats_.queued = queue_.size();
-      cv_.wait(lk, [&] { return stopping_ || !queue_.empty() || busy(); });
+      cv_.wait(lk, [&] { return stopping_ || !queue_.empty() || n_busy() > 0; });
       if (stopping_) break;
       Clock::time_point now = Clock::now();
       // Expired or abandoned jobs leave the queue without taking a slot.
@@ -168,8 +167,7 @@ void Scheduler::loop() {
         s.snap_at = s.snap_seq >= 0 && at > best_reuse ? at : 0;
       }
       stats_.queued = queue_.size();
-      stats_.slots_busy = static_cast<int>(
-          std::count_if(slots.begin(), slots.end(), [](const Slot& s) { return s.job != nullptr; }));
+      stats_.slots_busy = n_busy();
     }
     step(slots);
   }
@@ -314,8 +312,6 @@ void Scheduler::step(std::vector<Slot>& slots) {
   for (auto& [t, n] : rate_window_) sum += n;
   double span = std::chrono::duration<double>(t1 - rate_window_.front().first).count() + dt;
   stats_.predicted_tokens_per_second = span > 0 ? static_cast<double>(sum) / span : 0;
-  stats_.slots_busy = static_cast<int>(
-      std::count_if(slots.begin(), slots.end(), [](const Slot& s) { return s.job != nullptr; }));
 }
 
 }  // namespace k3::server
