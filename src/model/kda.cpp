@@ -54,6 +54,17 @@ struct HeadInputs {
   const float* beta;  // rows of H
   float* o;           // rows of Di
   int64_t Di, H, D;
+
+  // Token t's slice of head h in every input.
+  struct Row {
+    const float *q, *k, *v, *g;
+    double beta;
+    float* o;
+  };
+  Row at(int64_t t, int64_t h) const {
+    const int64_t off = t * Di + h * D;
+    return {q + off, k + off, v + off, g + off, beta[t * H + h], o + off};
+  }
 };
 
 // AVX2 double-lane helpers for the per-head kernels (D is a multiple of 4 in every K3 model;
@@ -90,12 +101,7 @@ void axmy_dd(double l, const double* x, double* y, int64_t n) {
 void recurrent_head_trap(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t h, float* S) {
   const int64_t D = in.D;
   for (int64_t t : idx) {
-    const float* q = in.q + t * in.Di + h * D;
-    const float* k = in.k + t * in.Di + h * D;
-    const float* v = in.v + t * in.Di + h * D;
-    const float* g = in.g + t * in.Di + h * D;
-    const double beta = in.beta[t * in.H + h];
-    float* o = in.o + t * in.Di + h * D;
+    const auto [q, k, v, g, beta, o] = in.at(t, h);
     for (int64_t j = 0; j < D; ++j) {
       float* row = S + j * D;
       const double egj = std::exp(static_cast<double>(g[j]));
@@ -120,12 +126,7 @@ void recurrent_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64
   const int64_t D = in.D, D4 = D & ~int64_t{3};
   std::vector<double> eg(static_cast<size_t>(D)), kd(eg.size()), qd(eg.size());
   for (int64_t t : idx) {
-    const float* q = in.q + t * in.Di + h * D;
-    const float* k = in.k + t * in.Di + h * D;
-    const float* v = in.v + t * in.Di + h * D;
-    const float* g = in.g + t * in.Di + h * D;
-    const double beta = in.beta[t * in.H + h];
-    float* o = in.o + t * in.Di + h * D;
+    const auto [q, k, v, g, beta, o] = in.at(t, h);
     for (int64_t i = 0; i < D; ++i) {
       eg[i] = std::exp(static_cast<double>(g[i]));
       kd[i] = k[i];
@@ -181,11 +182,9 @@ void chunked_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t
     double gmin = 0.0;
     for (int64_t t = 0; t < L; ++t) {
       const int64_t r = idx[c0 + t];
-      const float* qs = in.q + r * in.Di + h * D;
-      const float* ks = in.k + r * in.Di + h * D;
-      const float* vs = in.v + r * in.Di + h * D;
-      const float* gs = in.g + r * in.Di + h * D;
-      beta[t] = in.beta[r * in.H + h];
+      const HeadInputs::Row row = in.at(r, h);
+      const float *qs = row.q, *ks = row.k, *vs = row.v, *gs = row.g;
+      beta[t] = row.beta;
       for (int64_t i = 0; i < D; ++i) {
         q[t * D + i] = qs[i];
         k[t * D + i] = ks[i];

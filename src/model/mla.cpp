@@ -33,6 +33,26 @@ const float* cache_row(const MlaLayerCache& c, CacheType type, int64_t s, int64_
   return buf;
 }
 
+// y[t][h] = W[h] · x[t][h] for every head h of a per-head-stacked weight (rows_h rows each),
+// all heads in one dispatch (per-head products are small at decode). x rows hold H slices of
+// x_w floats, y rows H slices of rows_h.
+void per_head_matmul(const ops::Matmul& mm, const kernels::WeightView& w, int64_t rows_h, int64_t H, int64_t n,
+                     const float* x, int64_t x_w, float* y) {
+  std::vector<kernels::MatmulJob> jobs(static_cast<size_t>(H));
+  for (int64_t h = 0; h < H; ++h) {
+    kernels::MatmulJob& j = jobs[h];
+    j.w = w;
+    j.w.data = w.row(h * rows_h);
+    j.w.rows = rows_h;
+    j.x = x + h * x_w;
+    j.n_tok = n;
+    j.y = y + h * rows_h;
+    j.x_stride = H * x_w;
+    j.y_stride = H * rows_h;
+  }
+  mm.batch(jobs);
+}
+
 }  // namespace
 
 void mla_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
@@ -65,21 +85,8 @@ void mla_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   }
 
   // Absorb q_nope into the latent space: qa[t][h] = Kb[h] · q_nope[t][h].
-  // All heads in one dispatch (per-head products are small at decode).
   std::vector<float> qabs(static_cast<size_t>(n * H * C));
-  std::vector<kernels::MatmulJob> jobs(static_cast<size_t>(H));
-  for (int64_t h = 0; h < H; ++h) {
-    kernels::MatmulJob& j = jobs[h];
-    j.w = w.k_b;
-    j.w.data = w.k_b.row(h * C);
-    j.w.rows = C;
-    j.x = qf.data() + h * QW;
-    j.n_tok = n;
-    j.y = qabs.data() + h * C;
-    j.x_stride = H * QW;
-    j.y_stride = H * C;
-  }
-  b.mm.batch(jobs);
+  per_head_matmul(b.mm, w.k_b, C, H, n, qf.data(), QW, qabs.data());
 
   // Attention over this sequence's rows 0..pos, one task per (token, head).
   struct TokRef {
@@ -137,18 +144,7 @@ void mla_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
 
   // Decompress per head: o[t][h] = Vb[h] · ō[t][h]; then the sigmoid gate and o_proj.
   std::vector<float> o(static_cast<size_t>(n * H * Vh));
-  for (int64_t h = 0; h < H; ++h) {
-    kernels::MatmulJob& j = jobs[h];
-    j.w = w.v_b;
-    j.w.data = w.v_b.row(h * Vh);
-    j.w.rows = Vh;
-    j.x = obar.data() + h * C;
-    j.n_tok = n;
-    j.y = o.data() + h * Vh;
-    j.x_stride = H * C;
-    j.y_stride = H * Vh;
-  }
-  b.mm.batch(jobs);
+  per_head_matmul(b.mm, w.v_b, Vh, H, n, obar.data(), C, o.data());
   if (w.has_gate) {
     std::vector<float> gate(o.size());
     b.mm(w.gate, xn, n, gate.data());
