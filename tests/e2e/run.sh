@@ -20,17 +20,21 @@ cat > "$tmp/scripts.json" <<'JSON'
  "Need weather.<|close|>think<|sep|><|open|>response<|sep|><|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool=\"get_weather\" index=\"1\"<|sep|><|open|>argument key=\"city\" type=\"string\"<|sep|>Par\"is\n<|close|>argument<|sep|><|open|>argument key=\"days\" type=\"number\"<|sep|>2<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|><|end_of_msg|>",
  "Got it.<|close|>think<|sep|><|open|>response<|sep|>It is sunny in Paris.<|close|>response<|sep|><|close|>message<|sep|><|end_of_msg|>"]
 JSON
-"$k3" serve -m "$root/tests/data/golden/small-q8_0.gguf" --port 0 -c 4096 -t 1 --api-key e2e-key \
-  --scripted-output "$tmp/scripts.json" 2> "$tmp/serve.log" &
-pid=$!
-port=""
-for _ in $(seq 1 300); do
-  port="$(sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/serve.log" | head -1)"
-  [ -n "$port" ] && break
-  kill -0 "$pid" 2>/dev/null || { cat "$tmp/serve.log" >&2; exit 1; }
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "run.sh: k3 serve did not start" >&2; cat "$tmp/serve.log" >&2; exit 1; }
+# start_server LOG FLAGS...: starts k3 serve on the golden small model, sets pid and port.
+start_server() {
+  local log="$1"; shift
+  "$k3" serve -m "$root/tests/data/golden/small-q8_0.gguf" --port 0 -c 4096 -t 1 "$@" 2> "$log" &
+  pid=$!
+  port=""
+  for _ in $(seq 1 300); do
+    port="$(sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1)"
+    [ -n "$port" ] && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "run.sh: k3 serve did not start" >&2; cat "$log" >&2; exit 1
+}
+start_server "$tmp/serve.log" --api-key e2e-key --scripted-output "$tmp/scripts.json"
 K3_BASE_URL="http://127.0.0.1:$port/v1" node --test --test-concurrency=1 "$here/openai_client.test.mjs"
 
 # Graceful shutdown: SIGTERM while a long non-streaming request runs; the request must still
@@ -38,16 +42,7 @@ K3_BASE_URL="http://127.0.0.1:$port/v1" node --test --test-concurrency=1 "$here/
 kill -TERM "$pid"; rc=0; wait "$pid" || rc=$?; pid=""
 [ "$rc" -eq 0 ] || { echo "run.sh: k3 serve exited $rc after SIGTERM" >&2; cat "$tmp/serve.log" >&2; exit 1; }
 printf '%*s' 300 '' | tr ' ' 'z' > "$tmp/long.txt"
-"$k3" serve -m "$root/tests/data/golden/small-q8_0.gguf" --port 0 -c 4096 -t 1 \
-  --scripted-output "$tmp/long.txt" 2> "$tmp/serve2.log" &
-pid=$!
-port=""
-for _ in $(seq 1 300); do
-  port="$(sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/serve2.log" | head -1)"
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "run.sh: second k3 serve did not start" >&2; cat "$tmp/serve2.log" >&2; exit 1; }
+start_server "$tmp/serve2.log" --scripted-output "$tmp/long.txt"
 node --input-type=module -e '
   const r = await fetch(process.argv[1], {method: "POST", headers: {"content-type": "application/json"},
     body: JSON.stringify({messages: [{role: "user", content: "hi"}]})});

@@ -169,9 +169,9 @@ TEST(ServerErrors, TimeoutIsReportedAsAnError) {
   expect_error(r, 408, "timeout_error");
 }
 
-// Opens a raw connection, starts a streaming chat, reads a little and hangs up.
-void stream_and_drop(int port, const std::string& body) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+// Sends a chat request on a new raw connection (so a test can hang up at will); fd < 0 on failure.
+void send_raw_chat(int port, const std::string& body, int& fd) {
+  fd = ::socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(fd, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -181,6 +181,21 @@ void stream_and_drop(int port, const std::string& body) {
   std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                     "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   ASSERT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+}
+
+bool wait_for_metric(TestServer& s, const std::string& line) {
+  for (int i = 0; i < 100; ++i) {
+    auto m = s.client()->Get("/metrics");
+    if (m && m->body.find(line) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+// Opens a raw connection, starts a streaming chat, reads a little and hangs up.
+void stream_and_drop(int port, const std::string& body) {
+  int fd = -1;
+  ASSERT_NO_FATAL_FAILURE(send_raw_chat(port, body, fd));
   char buf[512];
   ssize_t got = ::recv(fd, buf, sizeof buf, 0);  // headers and the first chunks
   EXPECT_GT(got, 0);
@@ -199,13 +214,7 @@ TEST(ServerErrors, ClientDisconnectMidStreamCancelsTheRequest) {
   r["stream"] = true;
   stream_and_drop(s.port(), r.dump());
   // The slot is freed long before the 6000-token script would end.
-  bool cancelled = false;
-  for (int i = 0; i < 100 && !cancelled; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    auto m = s.client()->Get("/metrics");
-    cancelled = m && m->body.find("k3_requests_cancelled_total 1") != std::string::npos;
-  }
-  EXPECT_TRUE(cancelled);
+  EXPECT_TRUE(wait_for_metric(s, "k3_requests_cancelled_total 1"));
   Json ok = user_chat("hi");
   ok["max_tokens"] = 3;
   auto [st, j] = s.post("/v1/chat/completions", ok);
@@ -213,30 +222,12 @@ TEST(ServerErrors, ClientDisconnectMidStreamCancelsTheRequest) {
   EXPECT_EQ(j["usage"]["completion_tokens"], 3);
 }
 
-
 // Sends a non-streaming chat on a raw connection and closes it before the answer comes.
 void post_and_hang_up(int port, const std::string& body) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                    "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
-  ASSERT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+  int fd = -1;
+  ASSERT_NO_FATAL_FAILURE(send_raw_chat(port, body, fd));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the request is decoding
   ::close(fd);  // a polite close (FIN), as an impatient client's library does
-}
-
-bool wait_for_metric(TestServer& s, const std::string& line) {
-  for (int i = 0; i < 100; ++i) {
-    auto m = s.client()->Get("/metrics");
-    if (m && m->body.find(line) != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return false;
 }
 
 TEST(ServerErrors, ClientDisconnectNonStreamingCancelsTheRequest) {
@@ -248,7 +239,7 @@ TEST(ServerErrors, ClientDisconnectNonStreamingCancelsTheRequest) {
   post_and_hang_up(s.port(), user_chat("hi").dump());
   // Without the probe the slot would stay busy for the whole 6000-token script.
   EXPECT_TRUE(wait_for_metric(s, "k3_requests_cancelled_total 1"));
-  EXPECT_TRUE(wait_for_metric(s, "k3_requests_processing 0")) << s.client()->Get("/metrics")->body;
+  EXPECT_TRUE(wait_for_metric(s, "k3_requests_processing 0"));
   Json ok = user_chat("hi");
   ok["max_tokens"] = 3;
   auto [st, j] = s.post("/v1/chat/completions", ok);
