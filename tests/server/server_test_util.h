@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -110,6 +111,17 @@ inline Json expect_error(const std::pair<int, Json>& r, int status, const std::s
   EXPECT_TRUE(e["message"].is_string());
   EXPECT_TRUE(e.contains("param"));
   return e;
+}
+
+// Counters move when the scheduler finishes its step, which can be just after the client
+// has its answer: poll (up to 10 s) instead of reading once.
+inline bool wait_for_metric(TestServer& s, const std::string& line) {
+  for (int i = 0; i < 100; ++i) {
+    auto m = s.client()->Get("/metrics");
+    if (m && m->body.find(line) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
 }
 
 }  // namespace k3::server::test

@@ -235,10 +235,8 @@ TEST(ServerChat, ConcurrentRequestsShareTheBatch) {
     EXPECT_EQ(j["choices"][0]["message"]["content"], "Hello <world> | done");
     EXPECT_EQ(j["choices"][0]["message"]["reasoning_content"], "Let me think.");
   }
-  // Two slots decoded together at least once: a step held more than one sequence's token.
-  auto res = s.client()->Get("/metrics");
-  ASSERT_TRUE(res);
-  EXPECT_NE(res->body.find("k3_requests_finished_total 6"), std::string::npos) << res->body;
+  // All six ran to completion (the counter can trail the last answer by one step).
+  EXPECT_TRUE(wait_for_metric(s, "k3_requests_finished_total 6"));
 }
 
 TEST(ServerChat, RawCompletion) {

@@ -183,15 +183,6 @@ void send_raw_chat(int port, const std::string& body, int& fd) {
   ASSERT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
 }
 
-bool wait_for_metric(TestServer& s, const std::string& line) {
-  for (int i = 0; i < 100; ++i) {
-    auto m = s.client()->Get("/metrics");
-    if (m && m->body.find(line) != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return false;
-}
-
 // Opens a raw connection, starts a streaming chat, reads a little and hangs up.
 void stream_and_drop(int port, const std::string& body) {
   int fd = -1;
