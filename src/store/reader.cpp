@@ -17,6 +17,7 @@ void Reader::submit(std::vector<Read> reads) {
     for (Read& r : reads) q_.push_back(r);
   }
   cv_.notify_all();
+  wake();
 }
 
 size_t Reader::cancel(uint32_t tag) {
@@ -70,6 +71,7 @@ void Reader::request_stop() {
     stop_ = true;
   }
   cv_.notify_all();
+  wake();
 }
 
 void Reader::raise_priority() {

@@ -54,6 +54,9 @@ class Reader {
   // Called first on each worker thread: raises its scheduling priority where permitted, so
   // completions are reaped (and the next reads issued) promptly on a busy machine.
   static void raise_priority();
+  // Called after reads are queued and on stop: a back end whose thread can sleep in the
+  // kernel (io_uring waiting for a completion) wakes it here so new reads start at once.
+  virtual void wake() {}
   bool stopping() const { return stop_.load(); }
 
   ReadDone done_;
