@@ -17,14 +17,16 @@ void add_memory_flags(CLI::App& app, MemoryFlags& f) {
                  "expert cache policy with --ram-budget: lfu (decayed use frequency) or lru (default lfu)");
   app.add_flag("--no-expert-prediction", f.no_prediction,
                "with --ram-budget: do not prefetch the next layer's predicted experts");
-  app.add_option("--expert-io", f.io, "with --ram-budget: auto (io_uring, else pread) or pread (default auto)");
+  app.add_option("--expert-io", f.io,
+                 "with --ram-budget: pread (a pool of reader threads) or uring (io_uring, else pread) "
+                 "(default pread: the faster of the two in bench/LADDER.md)");
   app.add_option("--expert-io-depth", f.io_depth, "with --ram-budget: expert reads in flight (default 32)");
 }
 
 std::string to_memory_options(const MemoryFlags& f, store::MemoryOptions& out) {
   out = {};
   if (f.mmap && !f.ram_budget.empty()) return "--mmap and --ram-budget exclude each other";
-  if (f.io != "auto" && f.io != "pread") return "--expert-io must be auto or pread";
+  if (f.io != "pread" && f.io != "uring") return "--expert-io must be pread or uring";
   if (f.io_depth < 1 || f.io_depth > 4096) return "--expert-io-depth must be in 1…4096";
   try {
     out.eviction = store::parse_eviction(f.eviction);
@@ -36,7 +38,7 @@ std::string to_memory_options(const MemoryFlags& f, store::MemoryOptions& out) {
     return e.what();
   }
   out.predict = !f.no_prediction;
-  out.force_pread = f.io == "pread";
+  out.use_uring = f.io == "uring";
   out.io_depth = f.io_depth;
   return {};
 }

@@ -21,7 +21,7 @@ struct MemoryFlags {
   bool mmap = false;
   std::string eviction = "lfu";
   bool no_prediction = false;
-  std::string io = "auto";
+  std::string io = "pread";
   int io_depth = 32;
 };
 

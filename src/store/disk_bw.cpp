@@ -14,7 +14,7 @@
 
 namespace k3::store {
 
-DiskBw measure_disk_bw(const std::string& path, uint64_t max_bytes, bool force_pread) {
+DiskBw measure_disk_bw(const std::string& path, uint64_t max_bytes, bool use_uring) {
   constexpr uint64_t kChunk = 4ull << 20;
   constexpr int kDepth = 8;
   DirectFile f(path);
@@ -37,7 +37,7 @@ DiskBw measure_disk_bw(const std::string& path, uint64_t max_bytes, bool force_p
         ++done;
         cv.notify_all();
       },
-      kDepth, force_pread);
+      kDepth, use_uring);
   r.backend = reader->name();
   const uint64_t n = total / kChunk;
   const auto t0 = std::chrono::steady_clock::now();

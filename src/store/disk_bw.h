@@ -18,6 +18,6 @@ struct DiskBw {
   std::string backend;
 };
 
-DiskBw measure_disk_bw(const std::string& path, uint64_t max_bytes = 1ull << 30, bool force_pread = false);
+DiskBw measure_disk_bw(const std::string& path, uint64_t max_bytes = 1ull << 30, bool use_uring = false);
 
 }  // namespace k3::store

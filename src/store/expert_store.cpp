@@ -82,7 +82,7 @@ class StreamingStore final : public ExpertStore {
     need_stamp_.assign(where_.size(), 0);
     policy_ = make_policy(opt.eviction, where_.size(), std::max<uint64_t>(n_slots_, 64));
     reader_ = make_reader([this](uint32_t tag, bool ok, const std::string& e) { on_done(tag, ok, e); },
-                          std::max(1, opt.io_depth), opt.force_pread);
+                          std::max(1, opt.io_depth), opt.use_uring);
     trunk_locked_ = pin_trunk(f);
   }
 

@@ -73,7 +73,7 @@ class Reader {
   std::chrono::steady_clock::time_point busy_since_{};
 };
 
-// io_uring when available and `force_pread` is false, else the pread pool.
-std::unique_ptr<Reader> make_reader(ReadDone done, int depth, bool force_pread);
+// io_uring when `use_uring` is set and the kernel allows it, else the pread pool.
+std::unique_ptr<Reader> make_reader(ReadDone done, int depth, bool use_uring);
 
 }  // namespace k3::store

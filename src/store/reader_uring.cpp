@@ -159,8 +159,8 @@ std::unique_ptr<Reader> make_uring_reader(ReadDone, int) { return nullptr; }
 
 #endif
 
-std::unique_ptr<Reader> make_reader(ReadDone done, int depth, bool force_pread) {
-  if (!force_pread)
+std::unique_ptr<Reader> make_reader(ReadDone done, int depth, bool use_uring) {
+  if (use_uring)
     if (auto r = make_uring_reader(done, depth)) return r;
   return make_pread_reader(std::move(done), depth);
 }

@@ -151,7 +151,7 @@ BenchResult run_bench(const BenchOptions& opt) {
     r.cache_bytes = xstore->plan().cache();
     r.cache_slots = xstore->plan().slots;
     r.cache_fraction = xstore->plan().cache_fraction();
-    if (opt.measure_disk_bw) r.disk_bw = store::measure_disk_bw(m->gguf().path(), 1ull << 30, opt.memory.force_pread).bytes_per_s;
+    if (opt.measure_disk_bw) r.disk_bw = store::measure_disk_bw(m->gguf().path(), 1ull << 30, opt.memory.use_uring).bytes_per_s;
   }
   auto counting = std::make_unique<CountingExpertSource>(std::move(inner));
   CountingExpertSource* counter = counting.get();

@@ -113,7 +113,7 @@ uint64_t budget_for(const model::Model& m, double fraction) {
 struct Variant {
   double fraction;  // <= 0: unlimited
   store::Eviction ev = store::Eviction::LRU;
-  bool pread = false;
+  bool uring = false;  // io_uring reader instead of the default pread pool
   bool predict = true;
   int depth = 32;
 };
@@ -124,7 +124,7 @@ void expect_identical(const Variant& v) {
   o.streaming = true;
   o.ram_budget = v.fraction > 0 ? budget_for(*m, v.fraction) : store::kUnlimited;
   o.eviction = v.ev;
-  o.force_pread = v.pread;
+  o.use_uring = v.uring;
   o.predict = v.predict;
   o.io_depth = v.depth;
   store::ExpertStore* st = store::install_store(*m, o, shape(), /*quiet=*/true);
@@ -133,7 +133,7 @@ void expect_identical(const Variant& v) {
   if (v.fraction > 0) {
     EXPECT_EQ(st->plan().slots, static_cast<uint64_t>(std::ceil(v.fraction * st->plan().n_experts)));
   }
-  if (v.pread) {
+  if (!v.uring) {
     EXPECT_STREQ(st->backend(), "pread");
   }
   const RunOut r = run(m, st);
@@ -162,7 +162,7 @@ TEST(StoreIdentity, HalfOfExperts) { expect_identical({0.50}); }
 TEST(StoreIdentity, QuarterOfExperts) { expect_identical({0.25}); }
 TEST(StoreIdentity, TenthOfExperts) { expect_identical({0.10}); }
 TEST(StoreIdentity, TenthLfu) { expect_identical({0.10, store::Eviction::LFU}); }
-TEST(StoreIdentity, TenthPreadPool) { expect_identical({0.10, store::Eviction::LRU, true}); }
+TEST(StoreIdentity, TenthIoUring) { expect_identical({0.10, store::Eviction::LRU, true}); }
 TEST(StoreIdentity, TenthNoPrediction) { expect_identical({0.10, store::Eviction::LRU, false, false}); }
 TEST(StoreIdentity, TenthOneReadInFlight) { expect_identical({0.10, store::Eviction::LFU, false, true, 1}); }
 
@@ -252,7 +252,7 @@ TEST(StoreReader, ReadsMatchTheFile) {
     std::ofstream f(p, std::ios::binary);
     f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   }
-  for (bool pread : {false, true}) {
+  for (bool uring : {false, true}) {
     store::DirectFile df(p);
     std::mutex mu;
     std::condition_variable cv;
@@ -264,7 +264,7 @@ TEST(StoreReader, ReadsMatchTheFile) {
           bad += !ok;
           cv.notify_all();
         },
-        8, pread);
+        8, uring);
     const size_t n = 40;
     void* mem = nullptr;
     ASSERT_EQ(::posix_memalign(&mem, 4096, n << 16), 0);
