@@ -25,12 +25,15 @@ def main():
         io = t.get("io", {})
         busy = io.get("read_bw_busy", 0)
         frac = f"{100 * io.get('disk_bw_fraction', 0):.0f}%" if disk else "-"
+        wall = io.get("read_bw_wall", 0)
+        wall_frac = f"{100 * wall / disk:.0f}%" if disk else "-"
         store = "-"
         if mode != "mmap":
             store = (f"hit {100 * io.get('hit_rate', 0):.0f}% + pre {100 * io.get('prefetch_rate', 0):.0f}%, "
                      f"recall {100 * io.get('prediction_recall', 0):.0f}%, wait {100 * io.get('io_wait_share', 0):.0f}% "
                      f"at {io.get('read_bw_waiting', 0) / 1e9:.2f} GB/s ({100 * io.get('waiting_bw_fraction', 0):.0f}%), "
-                     f"{busy / 1e9:.2f} GB/s busy ({frac}); disk {disk / 1e9:.2f} GB/s")
+                     f"{busy / 1e9:.2f} GB/s busy ({frac}), {wall / 1e9:.2f} GB/s over the test ({wall_frac}); "
+                     f"disk {disk / 1e9:.2f} GB/s")
         rows.append(
             f"| {gib(limit) if int(limit) > 0 else 'none'} | {mode} | "
             f"{100 * cache:.1f}% | {t['name']} (ub {j['params']['n_ubatch']}) | {t['avg_ts']:.3f} | "

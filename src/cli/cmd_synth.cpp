@@ -53,7 +53,7 @@ int cmd_synth(int argc, char** argv) {
        list_presets = false, quiet = false;
 
   app.add_option("-o,--output", out, "output file (shards: OUT-0000i-of-0000N.gguf)");
-  app.add_option("--preset", preset, "tiny | bench-m | kimi-k3 | kimi-k3-reap55 (default tiny)");
+  app.add_option("--preset", preset, "tiny | bench-m | bench-m-896 | kimi-k3 | kimi-k3-reap55 (default tiny; --list-presets)");
   app.add_flag("--list-presets", list_presets, "print the presets and exit");
   app.add_option("--n-embd", n_embd, "hidden size (embedding_length)");
   app.add_option("--n-layer", n_layer, "number of layers (block_count)");
