@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/legacy_flags.h"
 #include "cli/memory_flags.h"
+#include "cli/parse_args.h"
 #include "tools/bench.h"
 
 namespace k3::cli {
@@ -35,11 +36,7 @@ int cmd_bench(int argc, char** argv) {
   app.add_flag("--no-warmup", no_warmup, "skip the untimed warm-up repetition (cold-start numbers)");
   app.add_flag("--no-disk-bw", no_disk_bw, "with --ram-budget: skip measuring the disk's O_DIRECT read bandwidth");
   LegacyFlags args(argc, argv, {{"-ub", "--ubatch-size"}});
-  try {
-    app.parse(args.argc(), args.argv());
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (auto rc = parse_args(app, args.argc(), args.argv())) return *rc;
   o.measure_bw = !no_bw;
   o.measure_disk_bw = !no_disk_bw;
   o.warmup = !no_warmup;

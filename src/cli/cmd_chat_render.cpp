@@ -13,6 +13,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/parse_args.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "gguf/file.h"
@@ -72,11 +73,7 @@ int cmd_chat_render(int argc, char** argv) {
   app.add_flag("--no-generation-prompt", no_gen, "do not append the assistant opener");
   app.add_flag("--jinja", jinja, "render exactly as the Jinja template does (no spec departures)");
   app.add_flag("--segments", segments, "print the segments as JSON lines instead of the prompt");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
 
   if (!model.empty()) check_model_template(model);
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/parse_args.h"
 #include "core/error.h"
 #include "tools/convert.h"
 #include "tools/split.h"
@@ -27,7 +28,7 @@ int cmd_convert(int argc, char** argv) {
   app.add_option("-t,--threads", o.threads, "worker threads (default: all cores)");
   app.add_flag("-v,--verbose", o.verbose, "one line per tensor");
   app.add_flag("-q,--quiet", quiet, "print nothing but errors");
-  CLI11_PARSE(app, argc, argv);
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
   o.outtype = tools::parse_outtype(outtype);
   if (!size.empty()) o.split_max_bytes = tools::parse_size(size);
   tools::ConvertResult r = tools::convert_hf(o);

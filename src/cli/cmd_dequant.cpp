@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/parse_args.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "gguf/file.h"
@@ -55,11 +56,7 @@ int cmd_dequant(int argc, char** argv) {
   app.add_option("-m,--model", model_opt, "same as the positional MODEL");
   app.add_option("-t,--tensor", name, "tensor name, e.g. blk.0.attn_q.weight")->required();
   app.add_option("-o,--output", out_path, "output file, or - for standard output")->required();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (model.empty()) model = model_opt;
   if (model.empty()) {
     fmt::print(stderr, "error: give a model file (k3 dequant MODEL --tensor NAME -o OUT)\n");

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/parse_args.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "model/model.h"
@@ -32,11 +33,7 @@ int cmd_eval_logits(int argc, char** argv) {
   app.add_option("--kv-type", kv_type, "MLA latent cache type: f32 | f16")
       ->check(CLI::IsMember({"f32", "f16"}));
   app.add_option("--ubatch", ubatch, "tokens per forward micro-batch (default: all of a call)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (tokens_arg.empty() && tokens_file.empty()) {
     fmt::print(stderr, "error: give --tokens or --tokens-file\n");
     return 2;

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/token_input.h"
+#include "cli/parse_args.h"
 #include "core/error.h"
 #include "model/model.h"
 #include "runtime/eval_logits.h"
@@ -38,11 +39,7 @@ int cmd_imatrix(int argc, char** argv) {
   app.add_option("-c,--ctx-size", opt.n_ctx, "tokens per chunk")->capture_default_str();
   app.add_option("--chunks", opt.max_chunks, "process at most this many chunks (default: all)");
   app.add_option("-t,--threads", opt.n_threads, "worker threads (0: machine default)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (int(!text_file.empty()) + int(!tokens_file.empty()) + int(!chat_file.empty()) != 1) {
     fmt::print(stderr, "error: give exactly one of -f, --tokens-file or --chat\n");
     return 2;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/parse_args.h"
 #include "core/error.h"
 #include "gguf/census.h"
 #include "gguf/file.h"
@@ -154,11 +155,7 @@ int cmd_info(int argc, char** argv) {
   app.add_flag("--kv", list_kv, "also list every metadata key (human output only)");
   app.add_flag("--tensors", list_tensors, "also list every tensor (human output only)");
   app.add_flag("--no-shards", no_shards, "look at this file only, do not open the other shards");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (model.empty()) model = model_opt;
   if (model.empty()) {
     fmt::print(stderr, "error: give a model file (k3 info MODEL)\n");

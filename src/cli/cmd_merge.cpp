@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/parse_args.h"
 #include "core/error.h"
 #include "tools/split.h"
 
@@ -18,7 +19,7 @@ int cmd_merge(int argc, char** argv) {
   app.add_option("first_shard", in, "the first shard (NAME-00001-of-0000N.gguf)")->required();
   app.add_option("output", out, "output GGUF")->required();
   app.add_flag("-q,--quiet", quiet, "print nothing but errors");
-  CLI11_PARSE(app, argc, argv);
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
   tools::ShardingResult r = tools::merge_model(in, out, !quiet);
   if (!quiet)
     fmt::print("{}: {} tensors, {} bytes of tensor data ({:.2f} s)\n", r.files.front(), r.tensors, r.bytes,

@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/token_input.h"
+#include "cli/parse_args.h"
 #include "core/error.h"
 #include "model/model.h"
 #include "runtime/engine.h"
@@ -40,11 +41,7 @@ int cmd_perplexity(int argc, char** argv) {
   ko->excludes(ki);
   app.add_option("--kl-top-k", top_k, "log-probabilities kept per token in --kl-base-out (≥ n_vocab: all)")
       ->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (text_file.empty() == tokens_file.empty()) {
     fmt::print(stderr, "error: give exactly one of -f or --tokens-file\n");
     return 2;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/parse_args.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "gguf/census.h"
@@ -85,7 +86,7 @@ int cmd_quantize(int argc, char** argv) {
   app.add_flag("--no-progress", no_progress, "no progress bar");
   app.add_flag("-q,--quiet", quiet, "no summary");
   app.add_flag("--list-types", list_types, "print the accepted file types and exit");
-  CLI11_PARSE(app, argc, argv);
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
 
   if (list_types) {
     for (const std::string& n : tools::recipe_names()) fmt::print("{}\n", n);

@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/memory_flags.h"
 #include "cli/token_input.h"
+#include "cli/parse_args.h"
 #include "core/error.h"
 #include "model/model.h"
 #include "store/install.h"
@@ -93,11 +94,7 @@ int cmd_reap(int argc, char** argv) {
       "expert_count follow; everything else is copied byte for byte. Chat calibration (--chat) renders\n"
       "each JSONL line with K3's template, assistant turns included. Check the report's never_routed and\n"
       "kept_token_share; on random-weight test models freq beats reap (measurements: docs/reap.md).");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (calib.empty() == calib_tokens.empty()) {
     fmt::print(stderr, "error: give exactly one of --calib or --calib-tokens\n");
     return 2;

@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/embedded_model.h"
 #include "cli/memory_flags.h"
+#include "cli/parse_args.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "gguf/file.h"
@@ -67,11 +68,7 @@ int cmd_run(int argc, char** argv) {
   app.add_flag("--no-special", no_special, "do not print control tokens (<|open|>, ...) in the output");
   MemoryFlags mem_flags;
   add_memory_flags(app, mem_flags);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
   auto usage = [](const std::string& msg) {
     fmt::print(stderr, "error: {}\n", msg);
     return 2;

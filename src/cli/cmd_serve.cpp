@@ -21,6 +21,7 @@
 #include "cli/legacy_flags.h"
 #include "cli/embedded_model.h"
 #include "cli/memory_flags.h"
+#include "cli/parse_args.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "gguf/file.h"
@@ -98,11 +99,7 @@ int cmd_serve(int argc, char** argv) {
   MemoryFlags mem_flags;
   add_memory_flags(app, mem_flags);
   LegacyFlags args(argc, argv, {{"-np", "--parallel"}});  // llama-server's spelling
-  try {
-    app.parse(args.argc(), args.argv());
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (auto rc = parse_args(app, args.argc(), args.argv())) return *rc;
   auto usage = [](const std::string& msg) {
     fmt::print(stderr, "error: {}\n", msg);
     return 2;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/parse_args.h"
 #include "core/error.h"
 #include "tools/split.h"
 
@@ -21,7 +22,7 @@ int cmd_split(int argc, char** argv) {
   app.add_option("--split-max-size", size, "largest shard (tensor data), e.g. 45G, 500M (decimal units)");
   app.add_option("--split-max-tensors", max_tensors, "most tensors per shard");
   app.add_flag("-q,--quiet", quiet, "print nothing but errors");
-  CLI11_PARSE(app, argc, argv);
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
   gguf::SplitOptions sp;
   if (!size.empty()) sp.max_bytes = tools::parse_size(size);
   sp.max_tensors = max_tensors;

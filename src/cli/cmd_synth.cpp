@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/parse_args.h"
 #include "core/error.h"
 #include "quant/types.h"
 #include "tools/synth.h"
@@ -86,11 +87,7 @@ int cmd_synth(int argc, char** argv) {
   app.add_flag("--sparse", sparse, "leave every matrix as a hole (all-zero weights, no disk used)");
   app.add_flag("--no-sparse", no_sparse, "write real random data for every tensor");
   app.add_flag("-q,--quiet", quiet, "print nothing on success");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (list_presets) {
     for (const std::string& p : tools::synth_preset_names()) fmt::print("{}\n", p);
     return 0;

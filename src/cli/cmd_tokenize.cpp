@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/parse_args.h"
 #include "core/error.h"
 #include "text/tokenizer.h"
 #include "text/unicode.h"
@@ -102,11 +103,7 @@ int cmd_tokenize(int argc, char** argv) {
   app.add_flag("--no-special", no_special, "treat special-token names in the text as plain text");
   app.add_flag("--add-special", add_special, "add BOS/EOS where the vocabulary asks for them");
   app.add_flag("--timing", timing, "report load and encode time and throughput on stderr");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (!file.empty() && !text_arg.empty()) {
     fmt::print(stderr, "error: give TEXT or -f FILE, not both\n");
     return 2;

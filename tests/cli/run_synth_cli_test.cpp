@@ -123,6 +123,21 @@ TEST_F(Cli, BadFlagsExitWithTwoAndAMessage) {
   }
 }
 
+// Every subcommand parses through cli/parse_args: an unknown flag is a usage error (2) with
+// a message (CLI11 names a missing required argument first, where there is one), --help
+// prints its usage and exits 0.
+TEST_F(Cli, EverySubcommandAgreesOnUsageErrorsAndHelp) {
+  for (const char* cmd : {"run", "serve", "bench", "info", "dequant", "quantize", "imatrix", "perplexity",
+                          "reap", "convert", "split", "merge", "synth", "tokenize", "chat-render", "eval-logits"}) {
+    Result bad = k3(std::string(cmd) + " --no-such-flag");
+    EXPECT_EQ(bad.rc, 2) << cmd << "\n" << bad.err;
+    EXPECT_NE(bad.err.find("Run with --help"), std::string::npos) << cmd << "\n" << bad.err;
+    Result help = k3(std::string(cmd) + " --help");
+    EXPECT_EQ(help.rc, 0) << cmd << "\n" << help.err;
+    EXPECT_NE(help.out.find("Usage"), std::string::npos) << cmd << "\n" << help.out;
+  }
+}
+
 TEST_F(Cli, MissingModelFileIsAnErrorNamingIt) {
   Result r = k3("run -m '" + path("absent.gguf") + "' -n 1");
   EXPECT_EQ(r.rc, 1);
