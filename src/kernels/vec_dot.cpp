@@ -2,7 +2,9 @@
 // row conversions they consume.
 #include "kernels/vec_dot.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "kernels/act_quant.h"
 #include "kernels/vec_dot_impl.h"
@@ -14,12 +16,20 @@ namespace {
 using quant::Type;
 using A = ActFormat;
 
+// The AVX-VNNI build where the CPU has it, unless K3_CPU=avx2 asks for the baseline (for
+// comparisons; the results are the same bit for bit).
+DotFn pick_vnni(DotFn avx2, DotFn vnni) {
+  const char* force = std::getenv("K3_CPU");
+  if (force && std::string_view(force) == "avx2") return avx2;
+  return impl::cpu_has_avx_vnni() ? vnni : avx2;
+}
+
 const DotKernel kKernels[] = {
     {Type::F32, A::F32, impl::dot_f32, impl::dot_f32_scalar},
     {Type::F16, A::F32, impl::dot_f16, impl::dot_f16_scalar},
     {Type::BF16, A::F32, impl::dot_bf16, impl::dot_bf16_scalar},
-    {Type::Q8_0, A::Q8_0, impl::dot_q8_0, impl::dot_q8_0_scalar},
-    {Type::MXFP4, A::Q8_0, impl::dot_mxfp4, impl::dot_mxfp4_scalar},
+    {Type::Q8_0, A::Q8_0, pick_vnni(impl::dot_q8_0, impl::dot_q8_0_vnni), impl::dot_q8_0_scalar},
+    {Type::MXFP4, A::Q8_0, pick_vnni(impl::dot_mxfp4, impl::dot_mxfp4_vnni), impl::dot_mxfp4_scalar},
     {Type::Q2_K, A::Q8_K, impl::dot_q2_k, impl::dot_q2_k_scalar},
     {Type::Q3_K, A::Q8_K, impl::dot_q3_k, impl::dot_q3_k_scalar},
     {Type::Q4_K, A::Q8_K, impl::dot_q4_k, impl::dot_q4_k_scalar},

@@ -29,4 +29,10 @@ K3_DECLARE_DOT(iq1_m)
 
 #undef K3_DECLARE_DOT
 
+// AVX-VNNI twins (vec_dot_vnni.cpp): same results bit for bit; call only where
+// cpu_has_avx_vnni().
+bool cpu_has_avx_vnni();
+void dot_q8_0_vnni(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);
+void dot_mxfp4_vnni(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);
+
 }  // namespace k3::kernels::impl

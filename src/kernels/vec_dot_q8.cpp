@@ -1,6 +1,5 @@
 // AVX2 dot products of the 32-element weight types paired with Q8_0 activations: Q8_0 and
-// MXFP4 (../research/ggml-formats.md §2.4, §2.5, §3.15). Per block: one int8·int8 sum of 32
-// products, scaled by (d_w·d_a) in float.
+// MXFP4; the loops live in vec_dot_q8_body.h, shared with the AVX-VNNI build.
 #include <immintrin.h>
 
 #include "kernels/act_quant.h"
@@ -12,69 +11,23 @@
 namespace k3::kernels::impl {
 
 namespace {
-// Decode streams each Q8_0 row once. On some hosts one core's hardware prefetchers keep too
-// few lines in flight for this loop: measured on a 2-vCPU Xeon VM (2026-12-03), 512 MiB of
-// rows went from 6.8 to 10-12 GB/s on one thread and from 14 to 21-23 GB/s (86-97% of the
-// streaming-read bandwidth) on two with a software prefetch 1-3 KiB ahead; 2 KiB sits in the
-// middle of that plateau. Earlier hosts gained nothing and lost nothing.
-constexpr int kPfDist = 2048;
 
-// Two accumulators per token so one token still has independent FMA chains.
+struct DotAvx2 {
+  static __m256i sum(__m256i w_abs, __m256i w, __m256i a) {
+    return simd::dot_ss(w_abs, w, a, _mm256_set1_epi16(1));
+  }
+};
+
+#include "kernels/vec_dot_q8_body.h"
+
 template <int NT>
 void q8_0_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
-  const blk::Q8_0* x = static_cast<const blk::Q8_0*>(w);
-  const BlockQ8_0A* y[NT];
-  K3_UNROLL for (int t = 0; t < NT; ++t) y[t] = reinterpret_cast<const BlockQ8_0A*>(simd::tok(act, st, t));
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256 acc[NT][2];
-  K3_UNROLL for (int t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
-  const int64_t nb = n / 32;
-  int64_t b = 0;
-  auto step = [&](int64_t i, int slot) {
-    if constexpr (NT == 1) _mm_prefetch(reinterpret_cast<const char*>(x + i) + kPfDist, _MM_HINT_T0);
-    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
-    const __m256i ax = _mm256_abs_epi8(qx);
-    const float dx = blk::f16(x[i].d);
-    K3_UNROLL for (int t = 0; t < NT; ++t) {
-      const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][i].qs));
-      const __m256i p = simd::dot_ss(ax, qx, qy, ones);
-      acc[t][slot] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dx * y[t][i].d), acc[t][slot]);
-    }
-  };
-  for (; b + 2 <= nb; b += 2) {
-    step(b, 0);
-    step(b + 1, 1);
-  }
-  if (b < nb) step(b, 0);
-  K3_UNROLL for (int t = 0; t < NT; ++t) out[t] = simd::hsum(_mm256_add_ps(acc[t][0], acc[t][1]));
+  q8_0_loop<DotAvx2, NT>(n, w, act, st, out);
 }
 
 template <int NT>
 void mxfp4_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
-  const blk::MXFP4* x = static_cast<const blk::MXFP4*>(w);
-  const BlockQ8_0A* y[NT];
-  K3_UNROLL for (int t = 0; t < NT; ++t) y[t] = reinterpret_cast<const BlockQ8_0A*>(simd::tok(act, st, t));
-  const __m256i ones = _mm256_set1_epi16(1);
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-  const __m256i table = _mm256_broadcastsi128_si256(
-      _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kValuesFp4)));
-  __m256 acc[NT];
-  K3_UNROLL for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / 32; ++b) {
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].qs));
-    // low nibbles are elements 0..15, high nibbles 16..31
-    const __m256i codes = _mm256_and_si256(
-        _mm256_set_m128i(_mm_srli_epi16(q, 4), q), m4);
-    const __m256i qx = _mm256_shuffle_epi8(table, codes);
-    const __m256i ax = _mm256_abs_epi8(qx);
-    const float dx = blk::e8m0_half(x[b].e);
-    K3_UNROLL for (int t = 0; t < NT; ++t) {
-      const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][b].qs));
-      const __m256i p = simd::dot_ss(ax, qx, qy, ones);
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dx * y[t][b].d), acc[t]);
-    }
-  }
-  K3_UNROLL for (int t = 0; t < NT; ++t) out[t] = simd::hsum(acc[t]);
+  mxfp4_loop<DotAvx2, NT>(n, w, act, st, out);
 }
 
 }  // namespace

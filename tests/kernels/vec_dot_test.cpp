@@ -10,6 +10,7 @@
 #include "kernels/act_quant.h"
 #include "kernels/random_weights.h"
 #include "kernels/vec_dot.h"
+#include "kernels/vec_dot_impl.h"
 #include "quant/codec.h"
 
 namespace k3::kernels {
@@ -94,6 +95,31 @@ TEST_P(VecDot, ScalarTwinMatchesDequantizedDot) {
     EXPECT_NEAR(got, exact, bound) << quant::type_name(k->type) << " t=" << t;
     // The bound must be meaningful: well below the size of the dot's terms.
     EXPECT_LT(bound, 0.05 * magnitude(c.wf, x)) << quant::type_name(k->type);
+  }
+}
+
+// The AVX-VNNI builds (chosen at run time where the CPU has them) give the AVX2 kernels'
+// results bit for bit, for every token count.
+TEST(VecDotVnni, EqualsAvx2BitForBit) {
+  if (!impl::cpu_has_avx_vnni()) GTEST_SKIP() << "this CPU has no AVX-VNNI";
+  struct Pair {
+    Type type;
+    DotFn avx2, vnni;
+  };
+  for (const Pair& p : {Pair{Type::Q8_0, impl::dot_q8_0, impl::dot_q8_0_vnni},
+                        Pair{Type::MXFP4, impl::dot_mxfp4, impl::dot_mxfp4_vnni}}) {
+    const DotKernel* k = dot_kernel(p.type);
+    ASSERT_NE(k, nullptr);
+    for (int64_t n : {32, 96, 2816}) {
+      const Case c = make_case(*k, n, 5u + static_cast<uint32_t>(n));
+      for (int nt = 1; nt <= kMaxDotTokens; ++nt) {
+        float a[kMaxDotTokens], b[kMaxDotTokens];
+        p.avx2(n, c.w.data(), c.act.data(), c.act_stride, nt, a);
+        p.vnni(n, c.w.data(), c.act.data(), c.act_stride, nt, b);
+        EXPECT_EQ(std::memcmp(a, b, sizeof(float) * static_cast<size_t>(nt)), 0)
+            << quant::type_name(p.type) << " n=" << n << " nt=" << nt;
+      }
+    }
   }
 }
 

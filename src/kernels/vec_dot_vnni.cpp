@@ -1,0 +1,50 @@
+// AVX-VNNI builds of the Q8_0 and MXFP4 dot products (loops: vec_dot_q8_body.h): vpdpbusd
+// does the u8·s8 products and their 4-way int32 sums in one instruction where AVX2 needs
+// maddubs + madd. Only called where the CPU has AVX-VNNI (cpu_has_avx_vnni()); this file
+// alone is compiled for it, so the rest of the binary still runs on plain AVX2.
+#include <immintrin.h>
+
+#include "kernels/act_quant.h"
+#include "kernels/blocks.h"
+#include "kernels/simd.h"
+#include "kernels/vec_dot_impl.h"
+#include "quant/codebooks.h"
+
+namespace k3::kernels::impl {
+
+bool cpu_has_avx_vnni() {
+  static const bool has = __builtin_cpu_supports("avxvnni");
+  return has;
+}
+
+#pragma GCC push_options
+#pragma GCC target("avxvnni")
+
+namespace {
+
+struct DotVnni {
+  static __m256i sum(__m256i w_abs, __m256i w, __m256i a) {
+    return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), w_abs, _mm256_sign_epi8(a, w));
+  }
+};
+
+#include "kernels/vec_dot_q8_body.h"
+
+template <int NT>
+void q8_0_vnni_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
+  q8_0_loop<DotVnni, NT>(n, w, act, st, out);
+}
+
+template <int NT>
+void mxfp4_vnni_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
+  mxfp4_loop<DotVnni, NT>(n, w, act, st, out);
+}
+
+}  // namespace
+
+K3_DOT_DISPATCH(q8_0_vnni)
+K3_DOT_DISPATCH(mxfp4_vnni)
+
+#pragma GCC pop_options
+
+}  // namespace k3::kernels::impl
