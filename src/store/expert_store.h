@@ -72,6 +72,8 @@ class ExpertStore : public model::ExpertSource {
   virtual bool direct_io() const = 0;
   virtual bool trunk_locked() const = 0;
   virtual Eviction eviction() const = 0;
+  // Seconds spent backing the cache with memory at startup (0: not done, unlimited budget).
+  virtual double populate_seconds() const = 0;
 };
 
 // The model must outlive the store (it does when the store is installed with

@@ -27,6 +27,8 @@ std::unique_ptr<ExpertStore> build_store(const model::Model& m, const MemoryOpti
   std::unique_ptr<ExpertStore> s = make_expert_store(m, plan, opt);
   if (!quiet) {
     fmt::print(stderr, "{}", plan_table(plan));
+    if (s->populate_seconds() > 0)
+      fmt::print(stderr, "  expert cache backed with memory in {:.2f} s\n", s->populate_seconds());
     fmt::print(stderr, "  reads: {}{}, {} in flight; eviction {}; next-layer prediction {}; trunk {}\n",
                s->backend(), s->direct_io() ? " + O_DIRECT" : " (buffered: O_DIRECT refused)", opt.io_depth,
                eviction_name(opt.eviction), opt.predict ? "on" : "off",
