@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -101,6 +102,8 @@ class StreamingStore final : public ExpertStore {
       populate_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       return;
     }
+    // Out of memory now (or a limit): leave the pages to fault in as slots are first used.
+    if (errno != EINVAL) return;
 #endif
     const long page = ::sysconf(_SC_PAGESIZE);  // kernels before 5.14: touch each page
     for (uint64_t off = 0; off < arena_bytes_; off += static_cast<uint64_t>(page)) arena_[off] = 0;
