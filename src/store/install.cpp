@@ -11,6 +11,7 @@
 
 #include "model/hparams.h"
 #include "model/model.h"
+#include "store/memory_limit.h"
 
 namespace k3::store {
 
@@ -23,6 +24,13 @@ std::unique_ptr<ExpertStore> build_store(const model::Model& m, const MemoryOpti
     if (sh.path.rfind("/proc/", 0) == 0 || !std::filesystem::is_regular_file(sh.path))
       fail("--ram-budget streams experts from the model file; this model is not a plain file ({}): "
            "give one with -m, or use --mmap", sh.path);
+  if (opt.ram_budget != kUnlimited) {
+    std::string where;
+    const uint64_t limit = process_memory_limit(&where);
+    if (limit && opt.ram_budget > limit)
+      fail("--ram-budget {} is more than this process may use ({} {}): give at most that, less what "
+           "else runs beside k3", format_size(opt.ram_budget), where, format_size(limit));
+  }
   const MemoryPlan plan = plan_memory(m, opt.ram_budget, shape);
   std::unique_ptr<ExpertStore> s = make_expert_store(m, plan, opt);
   if (!quiet) {

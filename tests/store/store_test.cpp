@@ -20,6 +20,7 @@
 #include "store/direct_file.h"
 #include "store/disk_bw.h"
 #include "store/install.h"
+#include "store/memory_limit.h"
 #include "store/reader.h"
 #include "tools/synth.h"
 
@@ -223,6 +224,25 @@ TEST(StorePlan, RefusesBudgetBelowMinimumNamingIt) {
   big.n_seq = 4;
   EXPECT_GT(store::plan_memory(*m, store::kUnlimited, big).state, p.state);
   EXPECT_NE(store::plan_table(q).find("expert cache"), std::string::npos);
+}
+
+// A budget beyond what the process may hold (RAM, or its cgroup's limit) is refused before
+// anything is allocated, naming the limit.
+TEST(StorePlan, RefusesBudgetAboveTheProcessLimit) {
+  std::string where;
+  const uint64_t limit = store::process_memory_limit(&where);
+  ASSERT_GT(limit, 0u);
+  EXPECT_TRUE(where == "RAM" || where == "cgroup memory limit") << where;
+  auto m = model::Model::load(model_path());
+  store::MemoryOptions o;
+  o.streaming = true;
+  o.ram_budget = limit + (1ull << 30);
+  try {
+    store::build_store(*m, o, shape(), /*quiet=*/true);
+    FAIL() << "a budget above the process limit was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("more than this process may use"), std::string::npos) << e.what();
+  }
 }
 
 TEST(StoreOptions, ParsesSizes) {
