@@ -7,8 +7,8 @@
 #include <filesystem>
 
 #include "cli/commands.h"
-#include "cli/token_input.h"
 #include "cli/parse_args.h"
+#include "cli/token_input.h"
 #include "core/error.h"
 #include "model/model.h"
 #include "runtime/eval_logits.h"

@@ -8,8 +8,8 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "cli/token_input.h"
 #include "cli/parse_args.h"
+#include "cli/token_input.h"
 #include "core/error.h"
 #include "model/model.h"
 #include "runtime/engine.h"

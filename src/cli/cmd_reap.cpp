@@ -11,8 +11,8 @@
 
 #include "cli/commands.h"
 #include "cli/memory_flags.h"
-#include "cli/token_input.h"
 #include "cli/parse_args.h"
+#include "cli/token_input.h"
 #include "core/error.h"
 #include "model/model.h"
 #include "store/install.h"

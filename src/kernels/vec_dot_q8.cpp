@@ -20,15 +20,9 @@ struct DotAvx2 {
 
 #include "kernels/vec_dot_q8_body.h"
 
-template <int NT>
-void q8_0_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
-  q8_0_loop<DotAvx2, NT>(n, w, act, st, out);
-}
-
-template <int NT>
-void mxfp4_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
-  mxfp4_loop<DotAvx2, NT>(n, w, act, st, out);
-}
+// The per-token-count entry points K3_DOT_DISPATCH calls.
+template <int NT> constexpr auto q8_0_nt = &q8_0_loop<DotAvx2, NT>;
+template <int NT> constexpr auto mxfp4_nt = &mxfp4_loop<DotAvx2, NT>;
 
 }  // namespace
 

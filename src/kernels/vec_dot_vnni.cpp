@@ -30,15 +30,8 @@ struct DotVnni {
 
 #include "kernels/vec_dot_q8_body.h"
 
-template <int NT>
-void q8_0_vnni_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
-  q8_0_loop<DotVnni, NT>(n, w, act, st, out);
-}
-
-template <int NT>
-void mxfp4_vnni_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
-  mxfp4_loop<DotVnni, NT>(n, w, act, st, out);
-}
+template <int NT> constexpr auto q8_0_vnni_nt = &q8_0_loop<DotVnni, NT>;
+template <int NT> constexpr auto mxfp4_vnni_nt = &mxfp4_loop<DotVnni, NT>;
 
 }  // namespace
 

@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -97,16 +97,16 @@ class StreamingStore final : public ExpertStore {
   // only as experts are first used).
   void populate_arena() {
     const auto t0 = std::chrono::steady_clock::now();
+    bool done = false;
 #ifdef MADV_POPULATE_WRITE
-    if (::madvise(arena_, arena_bytes_, MADV_POPULATE_WRITE) == 0) {
-      populate_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      return;
-    }
+    done = ::madvise(arena_, arena_bytes_, MADV_POPULATE_WRITE) == 0;
     // Out of memory now (or a limit): leave the pages to fault in as slots are first used.
-    if (errno != EINVAL) return;
+    if (!done && errno != EINVAL) return;
 #endif
-    const long page = ::sysconf(_SC_PAGESIZE);  // kernels before 5.14: touch each page
-    for (uint64_t off = 0; off < arena_bytes_; off += static_cast<uint64_t>(page)) arena_[off] = 0;
+    if (!done) {  // kernels before 5.14: touch each page
+      const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+      for (uint64_t off = 0; off < arena_bytes_; off += page) arena_[off] = 0;
+    }
     populate_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
