@@ -86,11 +86,13 @@ void fill_weights(Type t, uint8_t* p, size_t bytes, int64_t cols) {
   }
 }
 
-// Streaming read bandwidth with n threads (AVX2 loads, 4 independent sums).
+// Streaming read bandwidth with n threads (AVX2 loads, 4 independent sums), the best of plain
+// and prefetching passes (as tools/membw: the roofline is the best a reader can get).
 double read_bandwidth(k3::ThreadPool& pool, const uint8_t* buf, size_t bytes, double& best_cpu) {
   double best = 0;
   best_cpu = 0;
-  for (int rep = 0; rep < 5; ++rep) {
+  for (int rep = 0; rep < 6; ++rep) {
+    const bool prefetch = rep % 2 == 1;
     std::vector<double> sink(64, 0.0);
     const auto t0 = Clock::now();
     const double c0 = cpu_seconds();
@@ -99,6 +101,10 @@ double read_bandwidth(k3::ThreadPool& pool, const uint8_t* buf, size_t bytes, do
       for (int64_t b = b0; b < b1; ++b) {
         const __m256i* p = reinterpret_cast<const __m256i*>(buf + b * 4096);
         for (int i = 0; i < 128; i += 4) {
+          if (prefetch) {
+            _mm_prefetch(reinterpret_cast<const char*>(p + i) + 4096, _MM_HINT_T1);
+            _mm_prefetch(reinterpret_cast<const char*>(p + i) + 4096 + 64, _MM_HINT_T1);
+          }
           a0 = _mm256_add_epi64(a0, _mm256_load_si256(p + i));
           a1 = _mm256_add_epi64(a1, _mm256_load_si256(p + i + 1));
           a2 = _mm256_add_epi64(a2, _mm256_load_si256(p + i + 2));
@@ -120,6 +126,7 @@ double read_bandwidth(k3::ThreadPool& pool, const uint8_t* buf, size_t bytes, do
 int main(int argc, char** argv) {
   int threads = k3::ThreadPool::default_threads();
   size_t mb = 256;
+  long chain_rows = 0, chain_cols = 0;  // --chain: decode over a run of matrices of this shape
   std::vector<Type> types = {Type::F32, Type::F16, Type::BF16, Type::Q8_0, Type::MXFP4,
                              Type::Q2_K, Type::Q3_K, Type::Q4_K, Type::Q6_K, Type::IQ2_XXS,
                              Type::IQ2_XS, Type::IQ1_S, Type::IQ1_M};
@@ -127,6 +134,12 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
     else if (a == "--mb" && i + 1 < argc) mb = static_cast<size_t>(std::atoll(argv[++i]));
+    else if (a == "--chain" && i + 1 < argc) {
+      if (std::sscanf(argv[++i], "%ldx%ld", &chain_rows, &chain_cols) != 2 || chain_rows <= 0 || chain_cols <= 0) {
+        std::fprintf(stderr, "--chain wants ROWSxCOLS, e.g. 2048x2048\n");
+        return 2;
+      }
+    }
     else if (a == "--types" && i + 1 < argc) {
       types.clear();
       std::string list = argv[++i];
@@ -137,7 +150,7 @@ int main(int argc, char** argv) {
         pos = e + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: %s [--threads N] [--mb MiB] [--types T1,T2,...]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--threads N] [--mb MiB] [--types T1,T2,...] [--chain ROWSxCOLS]\n", argv[0]);
       return 2;
     }
   }
@@ -152,6 +165,35 @@ int main(int argc, char** argv) {
   std::printf("decode: GB/s of weights, n_tok=1 (wall, and cpu-time based); prefill: GFLOP/s, n_tok=64\n");
   std::printf("%-8s %8s %8s %8s %8s %8s %8s\n", "type", "dec-wall", "%bw", "dec-cpu", "%bw-cpu", "pf-wall", "pf-cpu");
 
+  if (chain_rows > 0) {
+    // The decode pattern of a model: many matrices of one shape, one product each, one after
+    // another; shows what each dispatch costs beyond streaming its bytes.
+    std::printf("chain of %ldx%ld products, n_tok=1: GB/s of weights (wall)\n", chain_rows, chain_cols);
+    for (Type t : types) {
+      const size_t rb = k3::quant::row_bytes(t, chain_cols);
+      const size_t mat = rb * static_cast<size_t>(chain_rows);
+      const int64_t n_mat = static_cast<int64_t>(bytes / mat);
+      if (n_mat < 1) continue;
+      fill_weights(t, buf, static_cast<size_t>(n_mat) * mat, chain_cols);
+      std::vector<float> x(static_cast<size_t>(chain_cols)), y(static_cast<size_t>(chain_rows));
+      for (float& v : x) v = static_cast<float>(static_cast<int>(next_u64() % 2001) - 1000) * 1e-3f;
+      double best = 1e30;
+      for (int rep = 0; rep < 4; ++rep) {
+        const auto t0 = Clock::now();
+        for (int64_t m = 0; m < n_mat; ++m) {
+          k3::kernels::WeightView w{t, buf + static_cast<size_t>(m) * mat, chain_cols, chain_rows, rb};
+          k3::kernels::matmul(w, x.data(), 1, y.data(), &pool);
+        }
+        best = std::min(best, seconds_since(t0));
+      }
+      const double gbs = static_cast<double>(n_mat) * static_cast<double>(mat) / best / 1e9;
+      std::printf("%-8s %8.2f GB/s %5.0f%% of bw, %.1f us per product (%ld products of %.2f MB)\n",
+                  k3::quant::type_name(t), gbs, 100.0 * gbs / bw, best / static_cast<double>(n_mat) * 1e6,
+                  static_cast<long>(n_mat), static_cast<double>(mat) / 1e6);
+    }
+    std::free(buf);
+    return 0;
+  }
   const int64_t cols = 7168;
   for (Type t : types) {
     const size_t rb = k3::quant::row_bytes(t, cols);

@@ -8,11 +8,12 @@
 // kernels/blocks.h, kernels/simd.h and quant/codebooks.h.
 
 // Decode streams each Q8_0 row once. On some hosts one core's hardware prefetchers keep too
-// few lines in flight for this loop: measured on a 2-vCPU Xeon VM (2026-12-03), 512 MiB of
-// rows went from 6.8 to 10-12 GB/s on one thread and from 14 to 21-23 GB/s (86-97% of the
-// streaming-read bandwidth) on two with a software prefetch 1-3 KiB ahead; 2 KiB sits in the
-// middle of that plateau. Earlier hosts gained nothing and lost nothing.
-constexpr int kPfDist = 2048;
+// few lines in flight for this loop, so it asks for the line kPfDist ahead. Into L2 (T1), not
+// L1: measured on a 2-vCPU Xeon VM (2026-12-03), two threads over 4.5 MB matrices went from
+// 19 GB/s (T0, 2 KiB ahead) to 21.5-22 GB/s (T1 or T2, 4 KiB ahead; 2 and 16 KiB a little
+// less), one thread over 1 GiB from 10.5 to 12.1 GB/s; without any prefetch the same host
+// gave 14 GB/s on two threads. Earlier hosts gained nothing and lost nothing.
+constexpr int kPfDist = 4096;
 
 // Two accumulators per token so one token still has independent FMA chains.
 template <class Dot, int NT>
@@ -25,7 +26,7 @@ void q8_0_loop(int64_t n, const void* w, const void* act, size_t st, float* out)
   const int64_t nb = n / 32;
   int64_t b = 0;
   auto step = [&](int64_t i, int slot) {
-    if constexpr (NT == 1) _mm_prefetch(reinterpret_cast<const char*>(x + i) + kPfDist, _MM_HINT_T0);
+    if constexpr (NT == 1) _mm_prefetch(reinterpret_cast<const char*>(x + i) + kPfDist, _MM_HINT_T1);
     const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
     const __m256i ax = _mm256_abs_epi8(qx);
     const float dx = blk::f16(x[i].d);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -85,6 +86,32 @@ TEST(ThreadPool, FinerChunksCoverOnceAndRespectTheCap) {
     }, 7, cpt);
     for (auto& h : hits) ASSERT_EQ(h.load(), 1) << "cpt=" << cpt;
     EXPECT_EQ(ranges.load(), std::min(2 * cpt, 1000 / 7)) << "cpt=" << cpt;
+  }
+}
+
+// Each thread owns a contiguous run of chunks and takes it front to back (one stream of
+// memory per thread); only what is left over is stolen, from the back of another run. So the
+// chunks a thread runs from its own run are that run's first chunks, in order, whatever the
+// timing: thread t's run is chunks [8t, 8t + 8) here.
+TEST(ThreadPool, EachThreadTakesItsOwnRunFrontToBack) {
+  ThreadPool pool(2);
+  for (int rep = 0; rep < 20; ++rep) {
+    std::vector<std::vector<int64_t>> seen(2);
+    pool.parallel_for(1600, [&](int64_t b, int64_t, int th) {
+      seen[static_cast<size_t>(th)].push_back(b / 100);
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(rep % 2 ? 50 : 0);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+    }, 1, 8);
+    size_t total = 0;
+    for (int th = 0; th < 2; ++th) {
+      std::vector<int64_t> own;
+      for (int64_t c : seen[static_cast<size_t>(th)])
+        if (c / 8 == th) own.push_back(c);
+      for (size_t i = 0; i < own.size(); ++i) EXPECT_EQ(own[i], 8 * th + static_cast<int64_t>(i)) << "rep " << rep;
+      total += seen[static_cast<size_t>(th)].size();
+    }
+    EXPECT_EQ(total, 16u);
   }
 }
 
