@@ -20,9 +20,13 @@ namespace {
 
 class Buf {
  public:
+  // resize + memcpy rather than insert: g++ 12 at -O3 (CMAKE_BUILD_TYPE=Release) reports a
+  // false stringop-overflow for the inlined insert, which -Werror turns into a failed build.
   void bytes(const void* p, size_t n) {
-    const uint8_t* b = static_cast<const uint8_t*>(p);
-    v_.insert(v_.end(), b, b + n);
+    if (n == 0) return;
+    const size_t at = v_.size();
+    v_.resize(at + n);
+    std::memcpy(v_.data() + at, p, n);
   }
   void u32(uint32_t x) { bytes(&x, 4); }
   void u64(uint64_t x) { bytes(&x, 8); }

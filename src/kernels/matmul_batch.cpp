@@ -1,5 +1,5 @@
-// Batched matmul dispatch (see matmul_batch.h): activations of every job are converted once on
-// the caller, then one parallel_for walks the concatenated rows in slices of about equal
+// Batched matmul dispatch (see matmul_batch.h): each distinct input is converted once on the
+// caller (jobs sharing x share its activations), then one parallel_for walks the concatenated rows in slices of about equal
 // weight bytes (× token groups for prefill), kChunksPerThread slices per thread.
 #include "kernels/matmul_batch.h"
 
@@ -22,6 +22,20 @@ struct Prepared {
   double cost_per_row;  // weight bytes × token groups
   double cost_begin;    // prefix over the jobs before this one
 };
+
+// An earlier job of the batch (already converted) whose activations are those p needs.
+const Prepared* same_input(const std::vector<Prepared>& fast, const Prepared& p) {
+  const MatmulJob& j = *p.job;
+  const int64_t xs = j.x_stride < 0 ? j.w.cols : j.x_stride;
+  for (const Prepared& q : fast) {
+    if (&q == &p) return nullptr;
+    const MatmulJob& o = *q.job;
+    if (o.x == j.x && (o.x_stride < 0 ? o.w.cols : o.x_stride) == xs && o.w.cols == j.w.cols &&
+        o.n_tok == j.n_tok && q.k->act == p.k->act)
+      return &q;
+  }
+  return nullptr;
+}
 
 }  // namespace
 
@@ -72,6 +86,10 @@ void matmul_batch(std::span<const MatmulJob> jobs, ThreadPool* pool) {
     if (p.k->act == ActFormat::F32) {
       t.act = reinterpret_cast<const uint8_t*>(j.x);
       t.act_stride = static_cast<size_t>(xs) * sizeof(float);
+    } else if (const Prepared* same = same_input(fast, p)) {
+      // Several products of one input (a layer's projections): convert it once.
+      t.act = same->task.act;
+      t.act_stride = same->task.act_stride;
     } else {
       t.act_stride = act_row_bytes(p.k->act, j.w.cols);
       uint8_t* dst = act_buf.data() + off;

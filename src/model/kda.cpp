@@ -24,22 +24,26 @@ void for_range(ThreadPool* pool, int64_t n, const ThreadPool::RangeFn& fn, int64
   else fn(0, n, 0);
 }
 
-// Depthwise causal conv over [state ‖ new tokens] for the tokens of one sequence; then SiLU.
-// p: projected inputs (rows of Di, batch order); y: outputs; state: Di × (K-1), oldest first.
-void conv_silu(const float* p, float* y, const std::vector<int64_t>& idx, float* state,
-               const std::vector<float>& w, int64_t Di, int64_t K, ThreadPool* pool) {
+// Depthwise causal conv over [state ‖ new tokens] for the tokens of one sequence, then SiLU,
+// in place on the q, k and v projections (rows of Di, batch order), all 3·Di channels in one
+// dispatch. state: 3 × Di × (K-1), oldest first. In place is safe: a channel's inputs are all
+// copied into its window before any of its outputs is written.
+void conv_silu_qkv(float* const y[3], const std::vector<int64_t>& idx, float* state,
+                   const std::vector<float>* const w[3], int64_t Di, int64_t K, ThreadPool* pool) {
   const int64_t n = static_cast<int64_t>(idx.size()), K1 = K - 1;
-  for_range(pool, Di, [&](int64_t c0, int64_t c1, int) {
+  for_range(pool, 3 * Di, [&](int64_t c0, int64_t c1, int) {
     std::vector<float> win(static_cast<size_t>(K1 + n));
     for (int64_t c = c0; c < c1; ++c) {
+      float* p = y[c / Di];
+      const int64_t ch = c % Di;
       float* st = state + c * K1;
       std::copy(st, st + K1, win.begin());
-      for (int64_t t = 0; t < n; ++t) win[K1 + t] = p[idx[t] * Di + c];
-      const float* wc = w.data() + c * K;
+      for (int64_t t = 0; t < n; ++t) win[K1 + t] = p[idx[t] * Di + ch];
+      const float* wc = w[c / Di]->data() + ch * K;
       for (int64_t t = 0; t < n; ++t) {
         double acc = 0.0;
         for (int64_t j = 0; j < K; ++j) acc += static_cast<double>(wc[j]) * win[t + j];
-        y[idx[t] * Di + c] = ops::silu(acc);
+        p[idx[t] * Di + ch] = ops::silu(acc);
       }
       std::copy(win.end() - K1, win.end(), st);
     }
@@ -290,18 +294,25 @@ void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   const float eps = hp.rms_eps;
   ThreadPool* pool = b.pool;
 
-  std::vector<float> p(static_cast<size_t>(n * Di)), q(p.size()), k(p.size()), v(p.size());
-  // Projections and conv: one matmul for all tokens, then the conv per sequence.
-  const std::vector<float>* convw[3] = {&w.conv_q, &w.conv_k, &w.conv_v};
-  const kernels::WeightView* proj[3] = {&w.wq, &w.wk, &w.wv};
-  float* dst[3] = {q.data(), k.data(), v.data()};
-  for (int j = 0; j < 3; ++j) {
-    b.mm(*proj[j], xn, n, p.data());
-    for (const SeqGroup& g : b.groups) {
-      float* state = g.st->kda()[il].conv.data() + j * Di * (K - 1);
-      conv_silu(p.data(), dst[j], g.idx, state, *convw[j], Di, K, pool);
+  // Every projection of the normed input in one dispatch (decode: one pass of the pool over
+  // the layer's input-side weights instead of six), then the conv of q, k and v.
+  std::vector<float> q(static_cast<size_t>(n * Di)), k(q.size()), v(q.size()), gate(q.size());
+  std::vector<float> fa(static_cast<size_t>(n * D)), beta(static_cast<size_t>(n * H));
+  {
+    const kernels::WeightView* ws[6] = {&w.wq, &w.wk, &w.wv, &w.f_a, &w.beta, &w.g};
+    float* ys[6] = {q.data(), k.data(), v.data(), fa.data(), beta.data(), gate.data()};
+    kernels::MatmulJob jobs[6];
+    for (int j = 0; j < 6; ++j) {
+      jobs[j].w = *ws[j];
+      jobs[j].x = xn;
+      jobs[j].n_tok = n;
+      jobs[j].y = ys[j];
     }
+    b.mm.batch(jobs);
   }
+  float* const qkv[3] = {q.data(), k.data(), v.data()};
+  const std::vector<float>* const convw[3] = {&w.conv_q, &w.conv_k, &w.conv_v};
+  for (const SeqGroup& g : b.groups) conv_silu_qkv(qkv, g.idx, g.st->kda()[il].conv.data(), convw, Di, K, pool);
   const double qscale = 1.0 / std::sqrt(static_cast<double>(D));
   for (int64_t t = 0; t < n; ++t) {
     for (int64_t h = 0; h < H; ++h) {
@@ -313,8 +324,7 @@ void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   }
 
   // Decay gate (log space) and β.
-  std::vector<float> fa(static_cast<size_t>(n * D)), g(static_cast<size_t>(n * Di));
-  b.mm(w.f_a, xn, n, fa.data());
+  std::vector<float> g(static_cast<size_t>(n * Di));
   b.mm(w.f_b, fa.data(), n, g.data());
   for (int64_t t = 0; t < n; ++t) {
     for (int64_t h = 0; h < H; ++h) {
@@ -329,8 +339,6 @@ void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
       }
     }
   }
-  std::vector<float> beta(static_cast<size_t>(n * H));
-  b.mm(w.beta, xn, n, beta.data());
   for (float& x : beta) x = ops::sigmoid(x);
 
   // Recurrence, one task per (sequence, head).
@@ -351,8 +359,6 @@ void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   });
 
   // Per-head RMSNorm (shared weight), sigmoid gate, output projection.
-  std::vector<float> gate(static_cast<size_t>(n * Di));
-  b.mm(w.g, xn, n, gate.data());
   for (int64_t t = 0; t < n; ++t) {
     ops::rmsnorm_rows(o.data() + t * Di, o.data() + t * Di, H, D, w.norm.data(), eps, D, D);
     for (int64_t c = 0; c < Di; ++c)

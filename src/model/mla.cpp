@@ -63,21 +63,42 @@ void mla_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   const float eps = hp.rms_eps;
   ThreadPool* pool = b.pool;
 
-  // Queries: q-LoRA (down, norm, up) or a single projection.
-  std::vector<float> qf(static_cast<size_t>(n * H * QW));
+  // The products of the normed input in one dispatch: the query projection (or q-LoRA's
+  // down half), the latent cache row and the output gate.
+  std::vector<float> qf(static_cast<size_t>(n * H * QW)), qa;
+  std::vector<float> ckv(static_cast<size_t>(n * RW));
+  std::vector<float> gate;
+  {
+    std::vector<kernels::MatmulJob> jobs(2);
+    if (w.q_lora) {
+      qa.resize(static_cast<size_t>(n * hp.q_lora_rank));
+      jobs[0].w = w.q_a;
+      jobs[0].y = qa.data();
+    } else {
+      jobs[0].w = w.q;
+      jobs[0].y = qf.data();
+    }
+    jobs[1].w = w.kv_a;
+    jobs[1].y = ckv.data();
+    if (w.has_gate) {
+      gate.resize(static_cast<size_t>(n * H * Vh));
+      jobs.push_back({});
+      jobs.back().w = w.gate;
+      jobs.back().y = gate.data();
+    }
+    for (kernels::MatmulJob& j : jobs) {
+      j.x = xn;
+      j.n_tok = n;
+    }
+    b.mm.batch(jobs);
+  }
   if (w.q_lora) {
     const int64_t Q = hp.q_lora_rank;
-    std::vector<float> qa(static_cast<size_t>(n * Q));
-    b.mm(w.q_a, xn, n, qa.data());
     ops::rmsnorm_rows(qa.data(), qa.data(), n, Q, w.q_a_norm.data(), eps, Q, Q);
     b.mm(w.q_b, qa.data(), n, qf.data());
-  } else {
-    b.mm(w.q, xn, n, qf.data());
   }
 
   // Cache rows for the new tokens: normed latent, then the raw (un-rotated) k_pe.
-  std::vector<float> ckv(static_cast<size_t>(n * RW));
-  b.mm(w.kv_a, xn, n, ckv.data());
   ops::rmsnorm_rows(ckv.data(), ckv.data(), n, C, w.kv_a_norm.data(), eps, RW, RW);
   for (const SeqGroup& g : b.groups) {
     MlaLayerCache& cache = g.st->mla()[il];
@@ -146,8 +167,6 @@ void mla_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   std::vector<float> o(static_cast<size_t>(n * H * Vh));
   per_head_matmul(b.mm, w.v_b, Vh, H, n, obar.data(), C, o.data());
   if (w.has_gate) {
-    std::vector<float> gate(o.size());
-    b.mm(w.gate, xn, n, gate.data());
     for (size_t i = 0; i < o.size(); ++i)
       o[i] = static_cast<float>(o[i] * static_cast<double>(ops::sigmoid(gate[i])));
   }

@@ -16,19 +16,29 @@
 
 namespace k3::model {
 
+namespace {
+
+// The fused gate/up product with SiTU of a dense-style FFN: y = situ(gate·x, up·x).
+kernels::MatmulJob gate_up_job(const FfnWeights& w, const float* situ_c, const float* x, int64_t n, float* y) {
+  kernels::MatmulJob j;
+  j.w = w.gate;
+  j.up = &w.up;
+  j.act = ops::situ_gate_up;
+  j.act_ctx = situ_c;
+  j.x = x;
+  j.n_tok = n;
+  j.y = y;
+  return j;
+}
+
+}  // namespace
+
 void ffn_forward(const BatchCtx& b, const FfnWeights& w, const float* x, float* out) {
   const HParams& hp = b.model.hparams();
   const int64_t n = b.n, F = w.gate.rows;
   std::vector<float> g(static_cast<size_t>(n * F));
   const float situ_c[2] = {hp.situ_beta, hp.situ_linear_beta};
-  kernels::MatmulJob gu;
-  gu.w = w.gate;
-  gu.up = &w.up;
-  gu.act = ops::situ_gate_up;
-  gu.act_ctx = situ_c;
-  gu.x = x;
-  gu.n_tok = n;
-  gu.y = g.data();
+  const kernels::MatmulJob gu = gate_up_job(w, situ_c, x, n, g.data());
   b.mm.batch({&gu, 1});
   b.mm(w.down, g.data(), n, out);
 }
@@ -38,10 +48,36 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   const MoeWeights& w = b.model.weights().layers[il].moe;
   const int64_t n = b.n, E = hp.n_embd, X = hp.n_expert, k = hp.n_expert_used,
                 L = hp.expert_in(), Fe = hp.n_ff_exp;
+  const float situ_c[2] = {hp.situ_beta, hp.situ_linear_beta};
 
-  // Router on the full-width input.
+  // Everything that reads the full-width input in one dispatch: the router, the routed
+  // input's down-projection into the latent space and the shared experts' gate/up.
   std::vector<float> prob(static_cast<size_t>(n * X));
-  b.mm(w.router, xn, n, prob.data());
+  std::vector<float> r;
+  const float* rin = xn;
+  std::vector<float> sh_h;
+  {
+    std::vector<kernels::MatmulJob> jobs(1);
+    jobs[0].w = w.router;
+    jobs[0].x = xn;
+    jobs[0].n_tok = n;
+    jobs[0].y = prob.data();
+    if (w.latent) {
+      r.resize(static_cast<size_t>(n * L));
+      kernels::MatmulJob j;
+      j.w = w.routed_down;
+      j.x = xn;
+      j.n_tok = n;
+      j.y = r.data();
+      jobs.push_back(j);
+      rin = r.data();
+    }
+    if (w.has_shared) {
+      sh_h.resize(static_cast<size_t>(n * w.shared.gate.rows));
+      jobs.push_back(gate_up_job(w.shared, situ_c, xn, n, sh_h.data()));
+    }
+    b.mm.batch(jobs);
+  }
   for (int64_t t = 0; t < n; ++t) {
     float* z = prob.data() + t * X;
     if (hp.expert_gating_func == 2) {
@@ -84,15 +120,6 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
 
   if (b.dbg.observer) b.dbg.observer->on_routing(il, n, k, sel.data(), wsel.data());
 
-  // Routed input in the latent space.
-  std::vector<float> r;
-  const float* rin = xn;
-  if (w.latent) {
-    r.resize(static_cast<size_t>(n * L));
-    b.mm(w.routed_down, xn, n, r.data());
-    rin = r.data();
-  }
-
   // Group (token, weight) pairs by expert; run each active expert once over its tokens.
   std::vector<std::vector<std::pair<int64_t, double>>> by_exp(static_cast<size_t>(X));
   for (int64_t t = 0; t < n; ++t)
@@ -106,7 +133,8 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
 
   // Experts run kExpertGroup at a time: gate/up → SiTU of the whole group in one dispatch,
   // then the group's down projections in another (decode: 2 dispatches per layer instead of
-  // 3 per expert, and the threads' slices cross expert boundaries).
+  // 3 per expert, and the threads' slices cross expert boundaries). The shared experts' down
+  // projection joins the first group's.
   constexpr size_t kExpertGroup = 8;
   struct Slot {
     ExpertWeights ew;
@@ -114,8 +142,9 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   };
   std::vector<Slot> slots(std::min(kExpertGroup, active.size()));
   std::vector<kernels::MatmulJob> jobs;
-  const float situ_c[2] = {hp.situ_beta, hp.situ_linear_beta};
   std::vector<double> acc(static_cast<size_t>(n * L), 0.0);
+  std::vector<float> sh;
+  if (w.has_shared) sh.resize(static_cast<size_t>(n * E));
   for (size_t g0 = 0; g0 < active.size(); g0 += kExpertGroup) {
     const size_t g1 = std::min(active.size(), g0 + kExpertGroup);
     jobs.clear();
@@ -154,6 +183,14 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
       j.y = sl.y.data();
       jobs.push_back(j);
     }
+    if (g0 == 0 && w.has_shared) {
+      kernels::MatmulJob j;
+      j.w = w.shared.down;
+      j.x = sh_h.data();
+      j.n_tok = n;
+      j.y = sh.data();
+      jobs.push_back(j);
+    }
     b.mm.batch(jobs);
     for (size_t i = g0; i < g1; ++i) {
       const int32_t e = active[i];
@@ -177,8 +214,7 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   else std::copy(msum.begin(), msum.end(), out);
 
   if (w.has_shared) {
-    std::vector<float> sh(static_cast<size_t>(n * E));
-    ffn_forward(b, w.shared, xn, sh.data());
+    if (active.empty()) b.mm(w.shared.down, sh_h.data(), n, sh.data());
     for (size_t i = 0; i < sh.size(); ++i) out[i] += sh[i];
   }
 }
