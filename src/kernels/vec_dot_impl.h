@@ -35,4 +35,15 @@ bool cpu_has_avx_vnni();
 void dot_q8_0_vnni(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);
 void dot_mxfp4_vnni(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);
 
+// AVX-512 (F/BW/VL/VBMI/VNNI) twins for the IQ types (vec_dot_avx512.cpp): the same results
+// bit for bit; nt == 1 runs the AVX-512 loop, nt > 1 the AVX2 kernel. Call only where
+// cpu_has_avx512_iq().
+bool cpu_has_avx512_iq();
+void dot_iq2_xxs_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);
+void dot_iq1_m_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);
+
+// The IQ1 offset grid of vec_dot_iquants.cpp: 4096 entries, index | (delta sign << 11) →
+// eight bytes 8·grid + 9 ± 1 ∈ [0, 18] (built once, on first use).
+const uint64_t* iq1_offset_grid();
+
 }  // namespace k3::kernels::impl

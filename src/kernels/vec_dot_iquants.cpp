@@ -60,10 +60,15 @@ struct Iq1OffsetGrid {
   }
 };
 
+}  // namespace
+
+// Shared with the AVX-512 kernels (vec_dot_avx512.cpp), hence outside the anonymous namespace.
 const uint64_t* iq1_offset_grid() {
   static const Iq1OffsetGrid g;
   return g.v;
 }
+
+namespace {
 
 // Signs as ±1 bytes (kKsigns64 with bit 0 set in every byte) for psignb on the activations.
 struct SignsPm1 {

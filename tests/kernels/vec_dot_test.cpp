@@ -123,6 +123,40 @@ TEST(VecDotVnni, EqualsAvx2BitForBit) {
   }
 }
 
+// The AVX-512 IQ builds give the AVX2 kernels' results bit for bit (nt == 1 is the AVX-512
+// loop, nt > 1 the AVX2 one it delegates to), and stay within the SIMD tolerance of the scalar
+// twins. Row lengths: one super-block, a few, and the 7168 of a large model's hidden size.
+TEST(VecDotAvx512, IqEqualsAvx2BitForBit) {
+  if (!impl::cpu_has_avx512_iq()) GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/VBMI/VNNI";
+  struct Pair {
+    Type type;
+    DotFn avx2, avx512;
+  };
+  for (const Pair& p : {Pair{Type::IQ2_XXS, impl::dot_iq2_xxs, impl::dot_iq2_xxs_avx512},
+                        Pair{Type::IQ1_M, impl::dot_iq1_m, impl::dot_iq1_m_avx512}}) {
+    const DotKernel* k = dot_kernel(p.type);
+    ASSERT_NE(k, nullptr);
+    for (int64_t n : {256, 1024, 7168}) {
+      for (uint32_t rep = 0; rep < 4; ++rep) {
+        const Case c = make_case(*k, n, 17u * rep + static_cast<uint32_t>(n));
+        for (int nt = 1; nt <= kMaxDotTokens; ++nt) {
+          float a[kMaxDotTokens], b[kMaxDotTokens];
+          p.avx2(n, c.w.data(), c.act.data(), c.act_stride, nt, a);
+          p.avx512(n, c.w.data(), c.act.data(), c.act_stride, nt, b);
+          EXPECT_EQ(std::memcmp(a, b, sizeof(float) * static_cast<size_t>(nt)), 0)
+              << quant::type_name(p.type) << " n=" << n << " nt=" << nt << " rep=" << rep << ": "
+              << a[0] << " vs " << b[0];
+          for (int t = 0; t < nt; ++t) {
+            const float ref = k->dot_scalar(n, c.w.data(), c.act.data() + t * c.act_stride);
+            EXPECT_NEAR(b[t], ref, 2e-6 * magnitude(c.wf, c.x[t]) + 1e-30)
+                << quant::type_name(p.type) << " n=" << n << " nt=" << nt << " t=" << t;
+          }
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllFastTypes, VecDot, ::testing::ValuesIn(kFastTypes),
                          [](const auto& info) { return std::string(quant::type_name(info.param)); });
 

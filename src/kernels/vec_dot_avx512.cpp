@@ -1,0 +1,239 @@
+// AVX-512 builds of the IQ2_XXS and IQ1_M dot products for one token (decode), where the AVX2
+// kernels (vec_dot_iquants.cpp) are bound by uops, not by memory: each 32-weight group there
+// costs four broadcast loads and three blends per table, plus a psignb, maddubs and madd.
+// Here one 64-bit-index gather fetches the eight grid entries of 64 weights from the
+// L1-resident table, and every other step works on 64 weights per uop:
+// - IQ2_XXS signs: the 7-bit sign indices of a super-block go through the 128-byte ksigns
+//   table in one vpermt2b (the parity bit comes with the table), giving a 64-bit k-mask per
+//   64 weights that negates the activations with one masked subtract. That equals psignb with
+//   ±1 bytes exactly (0 − a wraps −128 to −128 as psignb does; Q8_K never holds −128 anyway).
+// - IQ1_M: the 32 table indices are assembled once per super-block in one register
+//   (vpermb + vpmultishiftqb) and zero-extended to the gather's qword lanes with one vpermw.
+// - madd + add is one vpdpwssd (exact, wrapping int32 like the pair it replaces).
+// Measured on a Sapphire-Rapids-class core: a zmm gather occupies ports 0 and 5 for about
+// three cycles, and 512-bit uops only run there, so the loops are bound by port-0/5 uops
+// (~31 cycles per super-block against 45–55 for AVX2); hence the single-uop choices below.
+// Contract: the integer sums are the AVX2 kernels' to the bit (the two 256-bit halves of the
+// 16 int32 lanes are added as integers before the unchanged 8-lane float step), so the
+// results are identical bit for bit. nt > 1 goes to the AVX2 kernels: with several tokens the
+// lookups are shared and the AVX2 loop is no longer limited by them. Only called where
+// cpu_has_avx512_iq(); this file alone is compiled for AVX-512, the rest stays plain AVX2.
+
+// GCC 12's AVX-512 intrinsics seed their unused merge operand with a self-initialised
+// _mm512_undefined_epi32(), which -Wmaybe-uninitialized reports at every inlined use; the
+// warning has to be off where the header is first read, so for this whole file.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/act_quant.h"
+#include "kernels/blocks.h"
+#include "kernels/simd.h"
+#include "kernels/vec_dot_impl.h"
+#include "quant/codebooks.h"
+
+namespace k3::kernels::impl {
+
+bool cpu_has_avx512_iq() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") &&
+                          __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("bmi2");
+  return has;
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni,bmi2")
+
+namespace {
+
+// As in vec_dot_iquants.cpp: cold expert rows stream faster with an explicit L2 prefetch.
+inline void prefetch_ahead(const void* p) {
+  _mm_prefetch(static_cast<const char*>(p) + 2048, _MM_HINT_T1);
+}
+
+// Constant index vectors spelled out by constexpr generators, so the layouts are computed
+// rather than typed as long literal lists.
+struct alignas(64) Bytes64 {
+  uint8_t v[64];
+};
+
+// A vpermw control for the gathers: qword lane j ← int16 lane 8p + j (IQ1_M indices).
+inline __m512i qword_lanes_from_words(int p) {
+  return _mm512_set_epi64(8 * p + 7, 8 * p + 6, 8 * p + 5, 8 * p + 4, 8 * p + 3, 8 * p + 2, 8 * p + 1, 8 * p);
+}
+
+// A vpermw control spreading int16 scales: lane i ← lane first + step·(i / span).
+inline __m512i spread_words(int first, int step, int span) {
+  alignas(64) int16_t c[32];
+  for (int i = 0; i < 32; ++i) c[i] = static_cast<int16_t>(first + step * (i / span));
+  return _mm512_load_si512(c);
+}
+
+// ---------------------------------------------------------------------------------------------
+// IQ2_XXS. The 64 qs bytes of a super-block hold, per 32-weight group k, one qword: four grid
+// index bytes, then a u32 s_k with four 7-bit sign indices (bits 0..27) and the scale (28..31).
+
+void iq2_xxs_1(int64_t n, const void* w, const void* act, float* out) {
+  const blk::IQ2_XXS* x = static_cast<const blk::IQ2_XXS*>(w);
+  const BlockQ8KA* y = static_cast<const BlockQ8KA*>(act);
+  const long long* grid = reinterpret_cast<const long long*>(quant::kIq2xxsGrid);
+  const __m512i ks_lo = _mm512_loadu_si512(quant::kKsignsIq2xs);
+  const __m512i ks_hi = _mm512_loadu_si512(quant::kKsignsIq2xs + 64);
+  // qword p ← s_{2p} | s_{2p+1} << 32 (dwords 4p+1, 4p+3), so its eight sign indices start
+  // at bits 0, 7, 14, 21, 32, 39, 46, 53: one vpmultishiftqb puts them in bytes, in the
+  // order of the 64 weights the pair covers (vpermt2b ignores bit 7, a stray bit 28/60).
+  const __m512i sel_s = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 1, 3, 5, 7, 9, 11, 13, 15);
+  const __m512i sign_bits = _mm512_set1_epi64(0x352E2720150E0700ll);
+  const __m512i one = _mm512_set1_epi64(1);
+  const __m512i zero = _mm512_setzero_si512();
+  // Pair p = groups 2p, 2p+1: grid index bytes 16p+0..3 and 16p+8..11 into qword lanes;
+  // scale of group k in int16 lane 4k of the scale vector, spread over the group's 16 lanes.
+  __m512i gsel[4], lsel[4];
+  K3_UNROLL for (int p = 0; p < 4; ++p) {
+    const int o = 16 * p;
+    gsel[p] = _mm512_set_epi64(o + 11, o + 10, o + 9, o + 8, o + 3, o + 2, o + 1, o);
+    lsel[p] = spread_words(8 * p, 4, 16);
+  }
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / 256; ++b) {
+    prefetch_ahead(x + b);
+    const __m512i q = _mm512_loadu_si512(x[b].qs);
+    // s >> 27 = 2·(s >> 28) + bit 27; or-ing 1 gives the scale 2·(s >> 28) + 1.
+    const __m512i ls = _mm512_or_si512(_mm512_srli_epi64(q, 59), one);
+    const __m512i sidx = _mm512_multishift_epi64_epi8(sign_bits, _mm512_permutexvar_epi32(sel_s, q));
+    // The masks go through memory: kmovq from a load is one load uop, where GCC's own choice
+    // (vmovq/vpextrq/valignq to GPRs, then kmovq) costs about three port-0/5 uops per mask.
+    alignas(32) __mmask64 neg[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(neg),
+                       _mm512_castsi512_si256(_mm512_permutex2var_epi8(ks_lo, sidx, ks_hi)));
+    asm("" : "+m"(neg));
+    __m512i prod[4];
+    K3_UNROLL for (int p = 0; p < 4; ++p) {
+      const __m512i gi = _mm512_maskz_permutexvar_epi8(0x0101010101010101ull, gsel[p], q);
+      const __m512i g = _mm512_i64gather_epi64(gi, grid, 8);
+      const __m512i a = _mm512_loadu_si512(y[b].qs + 64 * p);
+      prod[p] = _mm512_maddubs_epi16(g, _mm512_mask_sub_epi8(a, _load_mask64(&neg[p]), zero, a));
+    }
+    // two short chains instead of one of four multiply-adds
+    __m512i s0 = _mm512_madd_epi16(prod[0], _mm512_permutexvar_epi16(lsel[0], ls));
+    __m512i s1 = _mm512_madd_epi16(prod[1], _mm512_permutexvar_epi16(lsel[1], ls));
+    s0 = _mm512_dpwssd_epi32(s0, prod[2], _mm512_permutexvar_epi16(lsel[2], ls));
+    s1 = _mm512_dpwssd_epi32(s1, prod[3], _mm512_permutexvar_epi16(lsel[3], ls));
+    const __m512i sum = _mm512_add_epi32(s0, s1);
+    const __m256i sumi = _mm256_add_epi32(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1));
+    const float d = blk::f16(x[b].d);
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(d * y[b].d), _mm256_cvtepi32_ps(sumi), acc);
+  }
+  *out = 0.125f * simd::hsum(acc);
+}
+
+// ---------------------------------------------------------------------------------------------
+// IQ1_M: index g (0..31) = qs[g] | nibble g of qh << 8, into the offset grid of
+// vec_dot_iquants.cpp (weights + 9 as unsigned bytes; the 9·Σa is taken back with bsums).
+
+// vpermb control: int16 lane g ← qs[g] (block byte g) | qh[g/2] (byte 32 + g/2) << 8.
+constexpr Bytes64 make_iq1m_gather_bytes() {
+  Bytes64 r{};
+  for (int g = 0; g < 32; ++g) {
+    r.v[2 * g] = static_cast<uint8_t>(g);
+    r.v[2 * g + 1] = static_cast<uint8_t>(32 + g / 2);
+  }
+  return r;
+}
+constexpr Bytes64 kIq1mGatherBytes = make_iq1m_gather_bytes();
+
+// vpmultishiftqb control per qword (four int16 lanes g): low byte from bit 16i, high byte
+// from bit 16i + 8 (even g: low nibble of its qh byte) or 16i + 12 (odd g: high nibble).
+constexpr long long kIq1mNibbleShift = 0x3C3028201C100800ll;
+
+// vpmultishiftqb control for the 16 sub-block scales, one per int16 lane j: field j (3 bits at
+// 16·(j/4) + 3·(j%4) of the scale qword) read one bit early, so the low byte is 2·field + a
+// stray bit, which the ternary op below replaces by the +1 (2·field + 1).
+constexpr Bytes64 make_iq1m_scale_shift() {
+  Bytes64 r{};
+  for (int j = 0; j < 16; ++j) r.v[2 * j] = static_cast<uint8_t>((16 * (j / 4) + 3 * (j % 4) + 63) % 64);
+  return r;
+}
+constexpr Bytes64 kIq1mScaleShift = make_iq1m_scale_shift();
+
+// Per-super-block work kept to few port-0/5 uops (see the top): pure-load broadcasts, one
+// multishift per unpacking, a dword-masked load (byte masks cost an extra uop).
+template <bool kLast>
+inline __m256 iq1_m_block(const blk::IQ1_M& x, const BlockQ8KA& y, const long long* grid, __m256 acc,
+                          const __m512i (&gsel)[4], const __m512i (&lsel)[4]) {
+  const __m512i gather_bytes = _mm512_load_si512(kIq1mGatherBytes.v);
+  const __m512i nibble_shift = _mm512_set1_epi64(kIq1mNibbleShift);
+  const __m256i scale_shift = _mm256_load_si256(reinterpret_cast<const __m256i*>(kIq1mScaleShift.v));
+  // 56-byte block: only the row's last one needs the mask (to stay inside the row).
+  const __m512i bytes = kLast ? _mm512_maskz_loadu_epi32(0x3FFF, &x) : _mm512_loadu_si512(&x);
+  const __m512i idx = _mm512_and_si512(
+      _mm512_multishift_epi64_epi8(nibble_shift, _mm512_permutexvar_epi8(gather_bytes, bytes)),
+      _mm512_set1_epi16(0x0FFF));
+  const __m256i sc = _mm256_castpd_si256(_mm256_broadcast_sd(reinterpret_cast<const double*>(x.scales)));
+  // (f2 & 14) | 1 in one ternary op
+  const __m256i ls = _mm256_ternarylogic_epi32(_mm256_multishift_epi64_epi8(scale_shift, sc),
+                                               _mm256_set1_epi16(14), _mm256_set1_epi16(1), 0xEA);
+  // −9·Σ ls·bsum: the AVX2 kernel's 0 − madd(9·ls, bsums), as the same exact integers. The
+  // opaque constant keeps GCC from turning the one multiply into shift, add and negate.
+  __m256i minus9 = _mm256_set1_epi16(-9);
+  asm("" : "+v"(minus9));
+  const __m256i init = _mm256_madd_epi16(_mm256_mullo_epi16(ls, minus9),
+                                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.bsums)));
+  const __m512i ls512 = _mm512_zextsi256_si512(ls);
+  __m512i prod[4];
+  K3_UNROLL for (int p = 0; p < 4; ++p) {
+    const __m512i gi = _mm512_maskz_permutexvar_epi16(0x11111111u, gsel[p], idx);
+    const __m512i g = _mm512_i64gather_epi64(gi, grid, 8);
+    prod[p] = _mm512_maddubs_epi16(g, _mm512_loadu_si512(y.qs + 64 * p));
+  }
+  // two short chains instead of one of four multiply-adds
+  __m512i s0 = _mm512_dpwssd_epi32(_mm512_zextsi256_si512(init), prod[0], _mm512_permutexvar_epi16(lsel[0], ls512));
+  __m512i s1 = _mm512_madd_epi16(prod[1], _mm512_permutexvar_epi16(lsel[1], ls512));
+  s0 = _mm512_dpwssd_epi32(s0, prod[2], _mm512_permutexvar_epi16(lsel[2], ls512));
+  s1 = _mm512_dpwssd_epi32(s1, prod[3], _mm512_permutexvar_epi16(lsel[3], ls512));
+  const __m512i s = _mm512_add_epi32(s0, s1);
+  const __m256i sumi = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
+  // blk::iq1m_d's nibble assembly in one pext (the f16 bits are the scale words' top nibbles)
+  uint64_t sc64;
+  std::memcpy(&sc64, x.scales, 8);
+  const float d = blk::f16(static_cast<uint16_t>(_pext_u64(sc64, 0xF000F000F000F000ull)));
+  return _mm256_fmadd_ps(_mm256_set1_ps(d * y.d), _mm256_cvtepi32_ps(sumi), acc);
+}
+
+void iq1_m_1(int64_t n, const void* w, const void* act, float* out) {
+  const blk::IQ1_M* x = static_cast<const blk::IQ1_M*>(w);
+  const BlockQ8KA* y = static_cast<const BlockQ8KA*>(act);
+  const long long* grid = reinterpret_cast<const long long*>(iq1_offset_grid());
+  // Pair p = sub-blocks 4p..4p+3 (16 weights, 8 int16 maddubs lanes each).
+  __m512i gsel[4], lsel[4];
+  K3_UNROLL for (int p = 0; p < 4; ++p) {
+    gsel[p] = qword_lanes_from_words(p);
+    lsel[p] = spread_words(4 * p, 1, 8);
+  }
+  __m256 acc = _mm256_setzero_ps();
+  const int64_t nb = n / 256;
+  for (int64_t b = 0; b + 1 < nb; ++b) {
+    prefetch_ahead(x + b);
+    acc = iq1_m_block<false>(x[b], y[b], grid, acc, gsel, lsel);
+  }
+  if (nb > 0) acc = iq1_m_block<true>(x[nb - 1], y[nb - 1], grid, acc, gsel, lsel);
+  *out = 0.125f * simd::hsum(acc);
+}
+
+}  // namespace
+
+void dot_iq2_xxs_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out) {
+  if (nt == 1) iq2_xxs_1(n, w, act, out);
+  else dot_iq2_xxs(n, w, act, act_stride, nt, out);
+}
+
+void dot_iq1_m_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out) {
+  if (nt == 1) iq1_m_1(n, w, act, out);
+  else dot_iq1_m(n, w, act, act_stride, nt, out);
+}
+
+#pragma GCC pop_options
+
+}  // namespace k3::kernels::impl
