@@ -30,9 +30,11 @@ namespace k3 {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-// Long enough to bridge the gap between consecutive kernels of one decode step, short enough
-// that an idle or oversubscribed pool gives its cores back quickly.
-constexpr auto kSpinTime = std::chrono::microseconds(50);
+// Long enough to bridge the gap between consecutive kernels of one decode step (the serial
+// work between two dispatches, e.g. a KDA layer's gates, can pass 50 µs, and a sleeping
+// worker in a VM takes tens of µs to wake: 250 µs measured +2 % decode over 50 µs on bench-m),
+// short enough that an idle or oversubscribed pool gives its cores back quickly.
+constexpr auto kSpinTime = std::chrono::microseconds(250);
 
 // Spins until pred() or the spin time is over; true if pred() held.
 template <class Pred>
