@@ -1,9 +1,13 @@
 // bench_kernels: weight-streaming speed of the matmul kernels per weight type.
 // Decode (n_tok = 1) on a matrix far bigger than the caches, reported in GB/s of weights
-// against the machine's read bandwidth (measured here with a plain streaming read); prefill
-// (n_tok = 64) reported in GFLOP/s. Not a test: numbers depend on the machine.
-// Usage: bench_kernels [--threads N] [--mb MiB] [--types Q8_0,IQ1_M,...]
+// against the machine's read bandwidth (measured here with a streaming read, plain and
+// prefetched); prefill (n_tok = 64) reported in GFLOP/s. --chain ROWSxCOLS instead runs decode
+// over many matrices of one shape in turn (a model's pattern: what each dispatch costs);
+// --small-pages keeps the buffer in 4 KiB pages (default: 2 MiB pages, as the engine's trunk).
+// Not a test: numbers depend on the machine.
+// Usage: bench_kernels [--threads N] [--mb MiB] [--types Q8_0,IQ1_M,...] [--chain RxC] [--small-pages]
 #include <immintrin.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
@@ -127,6 +131,7 @@ int main(int argc, char** argv) {
   int threads = k3::ThreadPool::default_threads();
   size_t mb = 256;
   long chain_rows = 0, chain_cols = 0;  // --chain: decode over a run of matrices of this shape
+  bool small_pages = false;
   std::vector<Type> types = {Type::F32, Type::F16, Type::BF16, Type::Q8_0, Type::MXFP4,
                              Type::Q2_K, Type::Q3_K, Type::Q4_K, Type::Q6_K, Type::IQ2_XXS,
                              Type::IQ2_XS, Type::IQ1_S, Type::IQ1_M};
@@ -134,6 +139,7 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
     else if (a == "--mb" && i + 1 < argc) mb = static_cast<size_t>(std::atoll(argv[++i]));
+    else if (a == "--small-pages") small_pages = true;
     else if (a == "--chain" && i + 1 < argc) {
       if (std::sscanf(argv[++i], "%ldx%ld", &chain_rows, &chain_cols) != 2 || chain_rows <= 0 || chain_cols <= 0) {
         std::fprintf(stderr, "--chain wants ROWSxCOLS, e.g. 2048x2048\n");
@@ -150,13 +156,17 @@ int main(int argc, char** argv) {
         pos = e + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: %s [--threads N] [--mb MiB] [--types T1,T2,...] [--chain ROWSxCOLS]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--threads N] [--mb MiB] [--types T1,T2,...] [--chain ROWSxCOLS] [--small-pages]\n",
+                   argv[0]);
       return 2;
     }
   }
   k3::ThreadPool pool(threads);
   const size_t bytes = mb << 20;
-  uint8_t* buf = static_cast<uint8_t*>(std::aligned_alloc(64, bytes));
+  // Weights in 2 MiB pages, as the engine holds its trunk (store/resident_trunk.h), unless
+  // --small-pages asks for the 4 KiB pages of a plain file mapping.
+  uint8_t* buf = static_cast<uint8_t*>(std::aligned_alloc(2 << 20, (bytes + (2 << 20) - 1) & ~size_t((2 << 20) - 1)));
+  if (!small_pages) madvise(buf, bytes, MADV_HUGEPAGE);
   std::memset(buf, 1, bytes);
   double bw_cpu = 0;
   const double bw = read_bandwidth(pool, buf, bytes, bw_cpu);

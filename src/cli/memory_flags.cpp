@@ -21,6 +21,9 @@ void add_memory_flags(CLI::App& app, MemoryFlags& f) {
                  "with --ram-budget: pread (a pool of reader threads) or uring (io_uring, else pread) "
                  "(default pread: the faster of the two in bench/LADDER.md)");
   app.add_option("--expert-io-depth", f.io_depth, "with --ram-budget: expert reads in flight (default 32)");
+  app.add_flag("--no-hugepages", f.no_hugepages,
+               "in mmap mode: leave the trunk in the file mapping (4 KiB pages) instead of copying it into "
+               "transparent huge pages at load (faster decode; docs/expert-store.md)");
 }
 
 std::string to_memory_options(const MemoryFlags& f, store::MemoryOptions& out) {
@@ -40,6 +43,7 @@ std::string to_memory_options(const MemoryFlags& f, store::MemoryOptions& out) {
   out.predict = !f.no_prediction;
   out.use_uring = f.io == "uring";
   out.io_depth = f.io_depth;
+  out.trunk_hugepages = !f.no_hugepages;
   return {};
 }
 

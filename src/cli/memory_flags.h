@@ -23,6 +23,7 @@ struct MemoryFlags {
   bool no_prediction = false;
   std::string io = "pread";
   int io_depth = 32;
+  bool no_hugepages = false;
 };
 
 void add_memory_flags(CLI::App& app, MemoryFlags& f);

@@ -18,4 +18,9 @@ Model::Model(std::shared_ptr<const gguf::GgufFile> file) : file_(std::move(file)
 
 Model::~Model() = default;
 
+void Model::move_trunk(std::shared_ptr<const void> memory, const std::function<const void*(const void*)>& where) {
+  for_each_streamed_matrix(w_, [&](WeightView& v) { v.data = where(v.data); });
+  trunk_memory_ = std::move(memory);
+}
+
 }  // namespace k3::model

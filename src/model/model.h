@@ -6,6 +6,7 @@
 // (e.g. by a streaming store).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -32,12 +33,17 @@ class Model {
   std::shared_ptr<const gguf::GgufFile> gguf_shared() const { return file_; }
   ExpertSource& experts() const { return *experts_; }
   void set_expert_source(std::unique_ptr<ExpertSource> src) { experts_ = std::move(src); }
+  // Before the first forward: points every streamed trunk matrix (for_each_streamed_matrix)
+  // at where(old data), a copy with the same bytes that `memory` keeps alive as long as the
+  // model (e.g. the trunk in huge pages, store/resident_trunk.h).
+  void move_trunk(std::shared_ptr<const void> memory, const std::function<const void*(const void*)>& where);
 
  private:
   std::shared_ptr<const gguf::GgufFile> file_;
   HParams hp_;
   Weights w_;
   std::unique_ptr<ExpertSource> experts_;
+  std::shared_ptr<const void> trunk_memory_;
 };
 
 }  // namespace k3::model

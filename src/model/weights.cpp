@@ -178,4 +178,39 @@ Weights bind_weights(const gguf::GgufFile& f, const HParams& hp) {
   return w;
 }
 
+namespace {
+
+// One walk for both constnesses (W is Weights or const Weights).
+template <class W, class Fn>
+void walk_streamed(W& w, const Fn& fn) {
+  auto visit = [&](auto& v) {
+    if (v.data) fn(v);
+  };
+  auto ffn = [&](auto& f) {
+    visit(f.gate);
+    visit(f.up);
+    visit(f.down);
+  };
+  visit(w.output);
+  for (auto& l : w.layers) {
+    for (auto* v : {&l.kda.wq, &l.kda.wk, &l.kda.wv, &l.kda.f_a, &l.kda.f_b, &l.kda.beta, &l.kda.g, &l.kda.out})
+      visit(*v);
+    for (auto* v : {&l.mla.q_a, &l.mla.q_b, &l.mla.q, &l.mla.kv_a, &l.mla.k_b, &l.mla.v_b, &l.mla.gate, &l.mla.out})
+      visit(*v);
+    ffn(l.dense);
+    visit(l.moe.router);
+    visit(l.moe.routed_down);
+    visit(l.moe.routed_up);
+    ffn(l.moe.shared);
+  }
+}
+
+}  // namespace
+
+void for_each_streamed_matrix(Weights& w, const std::function<void(WeightView&)>& fn) { walk_streamed(w, fn); }
+
+void for_each_streamed_matrix(const Weights& w, const std::function<void(const WeightView&)>& fn) {
+  walk_streamed(w, fn);
+}
+
 }  // namespace k3::model

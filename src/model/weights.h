@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "kernels/matmul.h"
@@ -82,5 +83,10 @@ struct Weights {
 };
 
 Weights bind_weights(const gguf::GgufFile& file, const HParams& hp);
+
+// Calls fn on every bound trunk matrix the forward pass streams: all WeightViews except
+// token_embd (one row per token is read, so it stays where it is).
+void for_each_streamed_matrix(Weights& w, const std::function<void(WeightView&)>& fn);
+void for_each_streamed_matrix(const Weights& w, const std::function<void(const WeightView&)>& fn);
 
 }  // namespace k3::model

@@ -12,6 +12,7 @@
 #include "model/hparams.h"
 #include "model/model.h"
 #include "store/memory_limit.h"
+#include "store/resident_trunk.h"
 
 namespace k3::store {
 
@@ -46,7 +47,21 @@ std::unique_ptr<ExpertStore> build_store(const model::Model& m, const MemoryOpti
   return s;
 }
 
+void prepare_mmap_mode(model::Model& m, const MemoryOptions& opt, bool quiet) {
+  if (opt.streaming || !opt.trunk_hugepages) return;
+  const ResidentTrunk r = make_resident_trunk(m);
+  if (quiet || r.small) return;
+  if (r.skipped.empty())
+    fmt::print(stderr, "trunk: {} copied into huge pages in {:.2f} s ({} backed by 2 MiB pages{}; --no-hugepages to keep the mapping)\n",
+               format_size(r.bytes), r.seconds, format_size(r.huge_bytes),
+               r.dropped_page_cache ? ", the file's copy dropped from the page cache" : "");
+  else
+    fmt::print(stderr, "trunk: left in the file mapping: {}\n", r.skipped);
+  std::fflush(stderr);
+}
+
 ExpertStore* install_store(model::Model& m, const MemoryOptions& opt, const EngineShape& shape, bool quiet) {
+  prepare_mmap_mode(m, opt, quiet);
   std::unique_ptr<ExpertStore> s = build_store(m, opt, shape, quiet);
   ExpertStore* raw = s.get();
   if (s) m.set_expert_source(std::move(s));

@@ -1,5 +1,6 @@
 // store/install: the one call a command makes to honour --ram-budget / --mmap.
-// Contract: in mmap mode install_store() changes nothing and returns null. In streaming
+// Contract: in mmap mode install_store() only moves the trunk into huge pages
+// (prepare_mmap_mode) and returns null. In streaming
 // mode it plans memory for the engine shape (store/memory_plan.h; throws k3::Error naming
 // the minimum budget when the budget is too small), prints the plan to stderr unless
 // `quiet`, builds the store and installs it as the model's expert source, returning it (the
@@ -27,6 +28,9 @@ ExpertStore* install_store(model::Model& m, const MemoryOptions& opt, const Engi
 std::unique_ptr<ExpertStore> build_store(const model::Model& m, const MemoryOptions& opt, const EngineShape& shape,
                                          bool quiet = false);
 ExpertStore* find_store(const model::Model& m);
+// mmap mode: copies the trunk into huge pages unless opt.trunk_hugepages is off
+// (store/resident_trunk.h), printing one line about it unless `quiet`; no-op when streaming.
+void prepare_mmap_mode(model::Model& m, const MemoryOptions& opt, bool quiet = false);
 // "mmap" or "stream (io_uring, O_DIRECT, lru, 1234 slots)", for banners.
 std::string describe(const ExpertStore* s);
 // One line of telemetry over `tokens` tokens and `seconds` of wall time, for stderr.

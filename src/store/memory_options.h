@@ -23,6 +23,8 @@ struct MemoryOptions {
   // The pread pool decoded 1.2-2.4x faster than io_uring on the ladder machine (bench/LADDER.md).
   bool use_uring = false;           // io_uring reader (the pread pool where io_uring fails)
   int io_depth = 32;                // reads in flight
+  // --mmap mode: copy the trunk matrices into huge pages (store/resident_trunk.h).
+  bool trunk_hugepages = true;
 };
 
 constexpr uint64_t kUnlimited = UINT64_MAX;

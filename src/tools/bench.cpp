@@ -144,7 +144,10 @@ BenchResult run_bench(const BenchOptions& opt) {
     xstore = st.get();
     inner = std::move(st);
   }
-  if (!inner) inner = model::make_mapped_expert_source(m->gguf(), hp);
+  if (!inner) {
+    store::prepare_mmap_mode(*m, opt.memory);
+    inner = model::make_mapped_expert_source(m->gguf(), hp);
+  }
   if (xstore) {
     r.memory_mode = store::describe(xstore);
     r.ram_budget = opt.memory.ram_budget;

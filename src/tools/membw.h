@@ -1,8 +1,9 @@
 // tools/membw: the machine's sustainable memory read bandwidth, the roofline that
 // `k3 bench` compares weight streaming against.
 // Contract: measure_read_bandwidth() streams a buffer much larger than the last-level cache
-// with n_threads threads (each summing its own slice with wide loads, `runs` times plainly and
-// `runs` times with software prefetch) and returns the best timing in bytes/s.
+// (in transparent huge pages where the kernel gives them) with n_threads threads (each summing
+// its own slice with wide loads, `runs` times plainly and `runs` times with software
+// prefetch) and returns the best timing in bytes/s.
 // cached_read_bandwidth() keys the result by CPU model + thread count + method version in a
 // small JSON file (default ~/.cache/k3/membw.json, or $XDG_CACHE_HOME/k3/…) and
 // measures only when the key is missing or remeasure is set; an unreadable or corrupt cache

@@ -15,6 +15,8 @@
 #include <random>
 
 #include "core/error.h"
+#include "core/mapped_file.h"
+#include "gguf/file.h"
 #include "model/model.h"
 #include "runtime/engine.h"
 #include "store/direct_file.h"
@@ -22,6 +24,7 @@
 #include "store/install.h"
 #include "store/memory_limit.h"
 #include "store/reader.h"
+#include "store/resident_trunk.h"
 #include "tools/synth.h"
 
 namespace fs = std::filesystem;
@@ -178,6 +181,60 @@ TEST(StoreIdentity, MinimumBudgetStreams) {
   const RunOut r = run(m, st);
   EXPECT_EQ(r.tokens, mapped_reference().tokens);
   EXPECT_EQ(std::memcmp(r.logits.data(), mapped_reference().logits.data(), r.logits.size() * sizeof(float)), 0);
+}
+
+// mmap mode's trunk in huge pages: every streamed matrix moves out of the mapping with its
+// bytes, and the run is identical to the plain mapping's.
+TEST(ResidentTrunk, MovesEveryMatrixAndKeepsTheResults) {
+  auto m = model::Model::load(model_path());
+  std::vector<std::pair<const void*, size_t>> before;
+  model::for_each_streamed_matrix(m->weights(), [&](const kernels::WeightView& v) {
+    before.push_back({v.data, static_cast<size_t>(v.rows) * v.row_stride});
+  });
+  ASSERT_FALSE(before.empty());
+  const store::ResidentTrunk t = store::make_resident_trunk(*m, /*min_bytes=*/0);
+  if (!t.skipped.empty()) GTEST_SKIP() << "trunk not moved here: " << t.skipped;
+  uint64_t sum = 0;
+  for (const auto& b : before) sum += b.second;
+  EXPECT_GE(t.bytes, sum);
+  size_t i = 0;
+  const uint8_t* map = m->gguf().mapping(0).data();
+  const size_t map_size = m->gguf().mapping(0).size();
+  model::for_each_streamed_matrix(m->weights(), [&](const kernels::WeightView& v) {
+    ASSERT_LT(i, before.size());
+    const uint8_t* p = static_cast<const uint8_t*>(v.data);
+    EXPECT_TRUE(p < map || p >= map + map_size) << "matrix " << i << " still in the mapping";
+    EXPECT_EQ(std::memcmp(p, before[i].first, before[i].second), 0) << "matrix " << i;
+    ++i;
+  });
+  EXPECT_EQ(i, before.size());
+  const RunOut r = run(m, nullptr);
+  EXPECT_EQ(r.tokens, mapped_reference().tokens);
+  ASSERT_EQ(r.logits.size(), mapped_reference().logits.size());
+  EXPECT_EQ(std::memcmp(r.logits.data(), mapped_reference().logits.data(), r.logits.size() * sizeof(float)), 0);
+}
+
+TEST(ResidentTrunk, OnlyInMmapModeAndOnlyWhenAsked) {
+  auto first_matrix = [](const model::Model& m) {
+    const void* p = nullptr;
+    model::for_each_streamed_matrix(m.weights(), [&](const kernels::WeightView& v) {
+      if (!p) p = v.data;
+    });
+    return p;
+  };
+  auto m = model::Model::load(model_path());
+  const void* mapped = first_matrix(*m);
+  EXPECT_TRUE(store::make_resident_trunk(*m).small);  // the test model's trunk is tiny
+  EXPECT_EQ(first_matrix(*m), mapped);
+  store::MemoryOptions o;
+  o.trunk_hugepages = false;
+  EXPECT_EQ(store::install_store(*m, o, shape(), true), nullptr);
+  EXPECT_EQ(first_matrix(*m), mapped);
+  o.streaming = true;  // the store keeps the trunk pinned in the mapping instead
+  o.ram_budget = store::kUnlimited;
+  o.trunk_hugepages = true;
+  ASSERT_NE(store::install_store(*m, o, shape(), true), nullptr);
+  EXPECT_EQ(first_matrix(*m), mapped);
 }
 
 // With every expert cacheable, a second pass over the same tokens reads no needed expert.
