@@ -53,7 +53,7 @@ if [ "${PROFILE:-1}" != 0 ] && command -v perf >/dev/null; then
   {
     echo "# perf profile of k3 bench on bench-m ($commit, $date, $threads threads, load $(cut -d' ' -f1-3 /proc/loadavg))"
     echo "# self time per function, cpu-clock sampling; pool spin-waits show as ThreadPool::*"
-    for t in "tg:-p 0 -n 8" "pp:-p 128 -n 0"; do
+    for t in "tg:-p 0 -n 32" "pp:-p 128 -n 0"; do
       name=${t%%:*}
       # shellcheck disable=SC2086
       if perf record -q -e cpu-clock -F 499 -o "$tmp/$name.data" \

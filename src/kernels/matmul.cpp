@@ -58,13 +58,18 @@ void run_rows(const RowTask& t, int64_t r0, int64_t r1) {
   const WeightView& w = *t.w;
   const int64_t cols = w.cols;
   if (t.n_tok == 1) {
-    for (int64_t r = r0; r < r1; ++r) k.dot(cols, w.row(r), t.act, t.act_stride, 1, t.y + r);
+    auto rows = [&](const WeightView& m, float* out) {
+      if (k.dot_rows) k.dot_rows(cols, m.row(r0), m.row_stride, r1 - r0, t.act, out);
+      else
+        for (int64_t r = r0; r < r1; ++r) k.dot(cols, m.row(r), t.act, t.act_stride, 1, out + (r - r0));
+    };
+    rows(w, t.y + r0);
     if (t.up) {
       // Gate rows (into y), then the up rows: each matrix one sequential stream; then the
       // gate function over the whole run.
       thread_local std::vector<float> ubuf;
       ubuf.resize(static_cast<size_t>(r1 - r0));
-      for (int64_t r = r0; r < r1; ++r) k.dot(cols, t.up->row(r), t.act, t.act_stride, 1, &ubuf[r - r0]);
+      rows(*t.up, ubuf.data());
       t.act_fn(t.y + r0, ubuf.data(), t.y + r0, r1 - r0, t.act_ctx);
     }
     return;

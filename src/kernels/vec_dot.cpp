@@ -18,13 +18,20 @@ using A = ActFormat;
 
 // The build for a wider extension where the CPU has it, unless K3_CPU=avx2 asks for the
 // baseline (for comparisons; the results are the same bit for bit).
-DotFn pick(DotFn avx2, DotFn wider, bool cpu_has) {
+template <class Fn>
+Fn pick(Fn avx2, Fn wider, bool cpu_has) {
   const char* force = std::getenv("K3_CPU");
   if (force && std::string_view(force) == "avx2") return avx2;
   return cpu_has ? wider : avx2;
 }
-DotFn pick_vnni(DotFn avx2, DotFn vnni) { return pick(avx2, vnni, impl::cpu_has_avx_vnni()); }
-DotFn pick_avx512(DotFn avx2, DotFn avx512) { return pick(avx2, avx512, impl::cpu_has_avx512_iq()); }
+template <class Fn>
+Fn pick_vnni(Fn avx2, Fn vnni) {
+  return pick(avx2, vnni, impl::cpu_has_avx_vnni());
+}
+template <class Fn>
+Fn pick_avx512(Fn avx2, Fn avx512) {
+  return pick(avx2, avx512, impl::cpu_has_avx512_iq());
+}
 
 const DotKernel kKernels[] = {
     {Type::F32, A::F32, impl::dot_f32, impl::dot_f32_scalar},
@@ -36,10 +43,12 @@ const DotKernel kKernels[] = {
     {Type::Q3_K, A::Q8_K, impl::dot_q3_k, impl::dot_q3_k_scalar},
     {Type::Q4_K, A::Q8_K, impl::dot_q4_k, impl::dot_q4_k_scalar},
     {Type::Q6_K, A::Q8_K, impl::dot_q6_k, impl::dot_q6_k_scalar},
-    {Type::IQ2_XXS, A::Q8_K, pick_avx512(impl::dot_iq2_xxs, impl::dot_iq2_xxs_avx512), impl::dot_iq2_xxs_scalar},
+    {Type::IQ2_XXS, A::Q8_K, pick_avx512(impl::dot_iq2_xxs, impl::dot_iq2_xxs_avx512), impl::dot_iq2_xxs_scalar,
+     pick_avx512(impl::dot_rows_iq2_xxs, impl::dot_rows_iq2_xxs_avx512)},
     {Type::IQ2_XS, A::Q8_K, impl::dot_iq2_xs, impl::dot_iq2_xs_scalar},
     {Type::IQ1_S, A::Q8_K, impl::dot_iq1_s, impl::dot_iq1_s_scalar},
-    {Type::IQ1_M, A::Q8_K, pick_avx512(impl::dot_iq1_m, impl::dot_iq1_m_avx512), impl::dot_iq1_m_scalar},
+    {Type::IQ1_M, A::Q8_K, pick_avx512(impl::dot_iq1_m, impl::dot_iq1_m_avx512), impl::dot_iq1_m_scalar,
+     pick_avx512(impl::dot_rows_iq1_m, impl::dot_rows_iq1_m_avx512)},
 };
 
 }  // namespace

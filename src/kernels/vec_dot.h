@@ -8,6 +8,11 @@
 // same integer sums per block (only float accumulation order may differ). n is a multiple of
 // the weight block size. dot_kernel() returns nullptr for types without a fast path (callers
 // fall back to dequantize + f32 dot).
+// dot_rows(n, w, row_stride, n_rows, act, out), where a type has it, is decode over several
+// rows: out[r] = the one-token dot of row r (at w + r·row_stride), bit for bit what dot(n, row,
+// act, 0, 1, &out[r]) gives; it shares each activation load among a few rows and pays the
+// per-row setup once per group, which matters for the short rows of expert and latent
+// matrices (a 1024-wide IQ1_M row is 4 super-blocks). Null: callers loop over dot.
 #pragma once
 
 #include <cstddef>
@@ -24,12 +29,15 @@ enum class ActFormat { F32, Q8_0, Q8_K };
 using DotFn = void (*)(int64_t n, const void* w, const void* act, size_t act_stride, int nt,
                        float* out);
 using DotScalarFn = float (*)(int64_t n, const void* w, const void* act);
+using DotRowsFn = void (*)(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                           float* out);
 
 struct DotKernel {
   quant::Type type;
   ActFormat act;
   DotFn dot;              // SIMD (AVX2), 1..kMaxDotTokens tokens
   DotScalarFn dot_scalar; // reference twin, one token
+  DotRowsFn dot_rows = nullptr;  // decode over several rows, where the type has it
 };
 
 const DotKernel* dot_kernel(quant::Type t);

@@ -29,6 +29,10 @@ K3_DECLARE_DOT(iq1_m)
 
 #undef K3_DECLARE_DOT
 
+// Decode over several rows (DotRowsFn in vec_dot.h), AVX2 (vec_dot_iquants.cpp).
+void dot_rows_iq2_xxs(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act, float* out);
+void dot_rows_iq1_m(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act, float* out);
+
 // AVX-VNNI twins (vec_dot_vnni.cpp): same results bit for bit; call only where
 // cpu_has_avx_vnni().
 bool cpu_has_avx_vnni();
@@ -41,6 +45,10 @@ void dot_mxfp4_vnni(int64_t n, const void* w, const void* act, size_t act_stride
 bool cpu_has_avx512_iq();
 void dot_iq2_xxs_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);
 void dot_iq1_m_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);
+void dot_rows_iq2_xxs_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                             float* out);
+void dot_rows_iq1_m_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                           float* out);
 
 // The IQ1 offset grid of vec_dot_iquants.cpp: 4096 entries, index | (delta sign << 11) →
 // eight bytes 8·grid + 9 ± 1 ∈ [0, 18] (built once, on first use).

@@ -32,6 +32,23 @@ inline void prefetch_ahead(const void* p) {
   _mm_prefetch(static_cast<const char*>(p) + 2048, _MM_HINT_T1);
 }
 
+// Multi-row decode reads the R rows of a group side by side, so 2 KiB past a block is mostly
+// a row of the same group; each block asks for itself whole groups ahead, at least 2 KiB (as
+// in vec_dot_avx512.cpp).
+template <int R>
+size_t group_prefetch_distance(size_t rs) {
+  const size_t g = R * rs;
+  return g * ((2048 + g - 1) / g);
+}
+
+inline void prefetch_at(const void* p, size_t ahead) {
+  _mm_prefetch(static_cast<const char*>(p) + ahead, _MM_HINT_T1);
+}
+
+// Rows per group of the multi-row entry points; the rest go one at a time. 4 gained no more
+// than 2 on short rows and lost a little on 7168-wide ones (16 ymm registers).
+constexpr int kGroupRows = 2;
+
 // Four 64-bit table entries into one vector. Broadcast loads are pure load-port uops, so
 // this costs 4 loads + 3 blends instead of GPR→vector inserts.
 inline __m256i gather4(const uint64_t* table, uint32_t i0, uint32_t i1, uint32_t i2, uint32_t i3) {
@@ -145,6 +162,44 @@ void iq2_xxs_nt(int64_t n, const void* w, const void* act, size_t st, float* out
       acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[t][b].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
   }
   K3_UNROLL for (int t = 0; t < NT; ++t) out[t] = 0.125f * simd::hsum(acc[t]);
+}
+
+// Decode over R rows: each activation block is loaded once for the group, and per row the
+// integer sums and float steps are iq2_xxs_nt<1>'s, so each result equals it bit for bit.
+template <int R>
+void iq2_xxs_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* out) {
+  const blk::IQ2_XXS* x[R];
+  K3_UNROLL for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const blk::IQ2_XXS*>(w + r * rs);
+  const BlockQ8KA* y = static_cast<const BlockQ8KA*>(act);
+  const uint64_t* grid = quant::kIq2xxsGrid;
+  const uint64_t* signs = signs_pm1();
+  const size_t pf = group_prefetch_distance<R>(rs);
+  __m256 acc[R];
+  K3_UNROLL for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / 256; ++b) {
+    __m256i scales[R], sumi[R];
+    K3_UNROLL for (int r = 0; r < R; ++r) {
+      prefetch_at(x[r] + b, pf);
+      scales[r] = iq2xxs_scales(x[r][b]);
+      sumi[r] = _mm256_setzero_si256();
+    }
+    K3_UNROLL for (int sb = 0; sb < 8; ++sb) {
+      const __m256i av = _mm256_loadu_si256(v256(y[b].qs + 32 * sb));
+      K3_UNROLL for (int r = 0; r < R; ++r) {
+        const uint8_t* a = reinterpret_cast<const uint8_t*>(x[r][b].qs) + 8 * sb;
+        const uint32_t s = blk::load_u32(a + 4);
+        const __m256i g = gather4(grid, a[0], a[1], a[2], a[3]);
+        const __m256i sg = gather4(signs, s & 127, (s >> 7) & 127, (s >> 14) & 127, (s >> 21) & 127);
+        const __m256i ls = pick_i16(scales[r], kIq2xxsScalePos[sb]);
+        sumi[r] = _mm256_add_epi32(sumi[r], simd::dot_us(g, _mm256_sign_epi8(av, sg), ls));
+      }
+    }
+    K3_UNROLL for (int r = 0; r < R; ++r) {
+      const float d = blk::f16(x[r][b].d);
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[b].d), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+    }
+  }
+  K3_UNROLL for (int r = 0; r < R; ++r) out[r] = 0.125f * simd::hsum(acc[r]);
 }
 
 // IQ2_XS: scale byte sb holds the first-16 scale (low nibble) and the second-16 scale (high);
@@ -301,6 +356,44 @@ void iq1_nt(int64_t n, const void* w, const void* act, size_t st, float* out, Un
   K3_UNROLL for (int t = 0; t < NT; ++t) out[t] = 0.125f * simd::hsum(acc[t]);
 }
 
+// Decode over R rows, sharing each activation block; per row iq1_nt<1>'s integer sums and
+// float steps, so each result equals it bit for bit.
+template <int R, class Block, class Unpack, class Scale>
+void iq1_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* out, Unpack unpack, Scale scale) {
+  const Block* x[R];
+  K3_UNROLL for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const Block*>(w + r * rs);
+  const BlockQ8KA* y = static_cast<const BlockQ8KA*>(act);
+  const uint64_t* grid = iq1_offset_grid();
+  const size_t pf = group_prefetch_distance<R>(rs);
+  __m256 acc[R];
+  K3_UNROLL for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  Iq1Unpacked u[R];
+  for (int64_t b = 0; b < n / 256; ++b) {
+    const __m256i bs = bsums(y[b]);
+    __m256i sumi[R];
+    K3_UNROLL for (int r = 0; r < R; ++r) {
+      prefetch_at(x[r] + b, pf);
+      unpack(x[r][b], u[r]);
+      sumi[r] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_madd_epi16(u[r].ls9, bs));
+    }
+    K3_UNROLL for (int sb = 0; sb < 8; ++sb) {
+      const __m256i av = _mm256_loadu_si256(v256(y[b].qs + 32 * sb));
+      K3_UNROLL for (int r = 0; r < R; ++r) {
+        uint64_t i4;
+        std::memcpy(&i4, u[r].idx + 4 * sb, 8);
+        const __m256i wv = gather4(grid, static_cast<uint16_t>(i4), static_cast<uint16_t>(i4 >> 16),
+                                   static_cast<uint16_t>(i4 >> 32), static_cast<uint32_t>(i4 >> 48));
+        sumi[r] = _mm256_add_epi32(sumi[r], simd::dot_us(wv, av, pick_i16(u[r].scales, sb)));
+      }
+    }
+    K3_UNROLL for (int r = 0; r < R; ++r) {
+      const float d = scale(x[r][b]);
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[b].d), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+    }
+  }
+  K3_UNROLL for (int r = 0; r < R; ++r) out[r] = 0.125f * simd::hsum(acc[r]);
+}
+
 template <int NT>
 void iq1_s_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
   iq1_nt<NT, blk::IQ1_S>(n, w, act, st, out, iq1s_unpack, [](const blk::IQ1_S& x) { return blk::f16(x.d); });
@@ -312,7 +405,30 @@ void iq1_m_nt(int64_t n, const void* w, const void* act, size_t st, float* out) 
                          [](const blk::IQ1_M& x) { return blk::iq1m_d(x.scales); });
 }
 
+template <int R>
+void iq1_m_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* out) {
+  iq1_rows<R, blk::IQ1_M>(n, w, rs, act, out, iq1m_unpack,
+                          [](const blk::IQ1_M& x) { return blk::iq1m_d(x.scales); });
+}
+
+template <void (*Group)(int64_t, const uint8_t*, size_t, const void*, float*),
+          void (*One)(int64_t, const void*, const void*, size_t, float*)>
+void rows_by_group(int64_t n, const void* w, size_t rs, int64_t n_rows, const void* act, float* out) {
+  const uint8_t* p = static_cast<const uint8_t*>(w);
+  int64_t r = 0;
+  for (; r + kGroupRows <= n_rows; r += kGroupRows) Group(n, p + r * rs, rs, act, out + r);
+  for (; r < n_rows; ++r) One(n, p + r * rs, act, 0, out + r);
+}
+
 }  // namespace
+
+void dot_rows_iq2_xxs(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act, float* out) {
+  rows_by_group<iq2_xxs_rows<kGroupRows>, iq2_xxs_nt<1>>(n, w, row_stride, n_rows, act, out);
+}
+
+void dot_rows_iq1_m(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act, float* out) {
+  rows_by_group<iq1_m_rows<kGroupRows>, iq1_m_nt<1>>(n, w, row_stride, n_rows, act, out);
+}
 
 K3_DOT_DISPATCH(iq2_xxs)
 K3_DOT_DISPATCH(iq2_xs)

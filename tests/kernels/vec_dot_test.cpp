@@ -247,5 +247,40 @@ TEST(ActQuant, SimdEqualsScalarTwinExactly) {
   }
 }
 
+// Decode over several rows (dot_rows, where a type has one: the expert types IQ1_M and
+// IQ2_XXS) gives each row's one-token dot bit for bit, for row counts around the kernels'
+// group sizes and short and long rows.
+TEST(VecDotRows, EqualOneRowAtATime) {
+  int with_rows = 0;
+  for (Type type : kFastTypes) {
+    const DotKernel* k = dot_kernel(type);
+    ASSERT_NE(k, nullptr);
+    if (!k->dot_rows) continue;
+    ++with_rows;
+    std::mt19937 rng(1234u + static_cast<uint32_t>(type));
+    const int64_t blk = quant::type_info(k->type).block_elems;
+    for (int64_t n : {blk * 3, int64_t{1024}, int64_t{2048} + 2 * blk}) {
+      if (n % blk != 0) continue;
+      const size_t rs = quant::row_bytes(k->type, n);
+      for (int64_t rows : {1, 3, 4, 5, 9, 17}) {
+        std::vector<uint8_t> w;
+        for (int64_t r = 0; r < rows; ++r) {
+          const std::vector<uint8_t> row = test::random_row(k->type, n, rng);
+          w.insert(w.end(), row.begin(), row.end());
+        }
+        const std::vector<float> x = test::random_acts(n, rng);
+        std::vector<uint8_t> act(act_row_bytes(k->act, n));
+        quantize_act_row(k->act, x.data(), act.data(), n);
+        std::vector<float> one(static_cast<size_t>(rows)), many(static_cast<size_t>(rows), -1.0f);
+        for (int64_t r = 0; r < rows; ++r) k->dot(n, w.data() + r * rs, act.data(), 0, 1, &one[r]);
+        k->dot_rows(n, w.data(), rs, rows, act.data(), many.data());
+        EXPECT_EQ(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)), 0)
+            << quant::type_name(k->type) << " n=" << n << " rows=" << rows;
+      }
+    }
+  }
+  EXPECT_GE(with_rows, 2);  // IQ1_M and IQ2_XXS
+}
+
 }  // namespace
 }  // namespace k3::kernels
