@@ -1,6 +1,7 @@
 // Batched matmul dispatch (see matmul_batch.h): each distinct input is converted once on the
-// caller (jobs sharing x share its activations), then one parallel_for walks the concatenated rows in slices of about equal
-// weight bytes (× token groups for prefill), kChunksPerThread slices per thread.
+// caller (jobs sharing x share its activations), then one parallel_for walks the concatenated
+// rows in slices of about equal estimated time (weight bytes × token groups × the type's time
+// per byte), kChunksPerThread slices per thread.
 #include "kernels/matmul_batch.h"
 
 #include <algorithm>
@@ -22,6 +23,21 @@ struct Prepared {
   double cost_per_row;  // weight bytes × token groups
   double cost_begin;    // prefix over the jobs before this one
 };
+
+// Rough time per weight byte of each type's decode kernel relative to Q8_0's (one core,
+// bench_kernels on the 2026-12-03 Intel VM: Q8_0 15 GB/s; IQ1_M/IQ2_XXS ~6 with AVX-512).
+// A batch is sliced by time rather than bytes, so a dispatch that mixes compute-bound expert
+// rows with bandwidth-bound Q8_0 rows (the experts' down projections with the shared
+// expert's) does not leave the thread holding the expert rows working while the other waits.
+double time_per_byte(quant::Type t) {
+  using quant::Type;
+  switch (t) {
+    case Type::IQ1_M: case Type::IQ2_XXS: case Type::Q3_K: case Type::Q4_K: return 2.5;
+    case Type::IQ1_S: case Type::IQ2_XS: case Type::MXFP4: case Type::Q2_K: return 4.0;
+    case Type::Q6_K: return 1.3;
+    default: return 1.0;
+  }
+}
 
 // An earlier job of the batch (already converted) whose activations are those p needs.
 const Prepared* same_input(const std::vector<Prepared>& fast, const Prepared& p) {
@@ -103,7 +119,8 @@ void matmul_batch(std::span<const MatmulJob> jobs, ThreadPool* pool) {
       off += t.act_stride * static_cast<size_t>(j.n_tok);
     }
     const double row_bytes = static_cast<double>(j.w.row_stride + (j.up ? j.up->row_stride : 0));
-    p.cost_per_row = row_bytes * static_cast<double>((j.n_tok + kMaxDotTokens - 1) / kMaxDotTokens);
+    p.cost_per_row = row_bytes * static_cast<double>((j.n_tok + kMaxDotTokens - 1) / kMaxDotTokens) *
+                     time_per_byte(j.w.type);
     p.cost_begin = cost;
     cost += p.cost_per_row * static_cast<double>(j.w.rows);
   }

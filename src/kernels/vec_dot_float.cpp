@@ -14,16 +14,19 @@ namespace k3::kernels::impl {
 namespace {
 
 struct LoadF32 {
+  static constexpr int kBytes = 4;
   static __m256 load(const void* w, int64_t i) { return _mm256_loadu_ps(static_cast<const float*>(w) + i); }
   static float one(const void* w, int64_t i) { return static_cast<const float*>(w)[i]; }
 };
 struct LoadF16 {
+  static constexpr int kBytes = 2;
   static __m256 load(const void* w, int64_t i) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(w) + i)));
   }
   static float one(const void* w, int64_t i) { return _cvtsh_ss(static_cast<const uint16_t*>(w)[i]); }
 };
 struct LoadBF16 {
+  static constexpr int kBytes = 2;
   static __m256 load(const void* w, int64_t i) {
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(w) + i));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
@@ -47,6 +50,13 @@ void float_nt(int64_t n, const void* w, const void* act, size_t st, float* out) 
     K3_UNROLL for (int u = 0; u < U; ++u) acc[t][u] = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 8 * U <= n; i += 8 * U) {
+    if constexpr (NT == 1) {
+      // Decode streams the row once (the F32 router of every MoE layer): ask for the lines
+      // 4 KiB ahead into L2, as the Q8_0 kernel does (one core, 2026-12-03: F32 11.0 -> 13.9
+      // GB/s, F16 10.8 -> 14.5, BF16 10.0 -> 13.9).
+      const char* ahead = static_cast<const char*>(w) + i * L::kBytes + 4096;
+      K3_UNROLL for (int l = 0; l < 8 * U * L::kBytes; l += 64) _mm_prefetch(ahead + l, _MM_HINT_T1);
+    }
     __m256 wx[U];
     K3_UNROLL for (int u = 0; u < U; ++u) wx[u] = L::load(w, i + 8 * u);
     K3_UNROLL for (int t = 0; t < NT; ++t)
