@@ -326,8 +326,11 @@ void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   // Decay gate (log space) and β.
   std::vector<float> g(static_cast<size_t>(n * Di));
   b.mm(w.f_b, fa.data(), n, g.data());
-  for (int64_t t = 0; t < n; ++t) {
-    for (int64_t h = 0; h < H; ++h) {
+  // One task per (token, head): thousands of exps in double, too many for the caller alone
+  // while the other threads wait for the next product.
+  for_range(pool, n * H, [&](int64_t i0, int64_t i1, int) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t t = i / H, h = i % H;
       const double A = -static_cast<double>(w.ssm_a[h]);  // exp(A_log) > 0
       for (int64_t d = 0; d < D; ++d) {
         float& x = g[t * Di + h * D + d];
@@ -338,7 +341,7 @@ void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
           x = static_cast<float>(-A * ops::softplus(a));
       }
     }
-  }
+  });
   for (float& x : beta) x = ops::sigmoid(x);
 
   // Recurrence, one task per (sequence, head).
@@ -359,11 +362,14 @@ void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   });
 
   // Per-head RMSNorm (shared weight), sigmoid gate, output projection.
-  for (int64_t t = 0; t < n; ++t) {
-    ops::rmsnorm_rows(o.data() + t * Di, o.data() + t * Di, H, D, w.norm.data(), eps, D, D);
-    for (int64_t c = 0; c < Di; ++c)
-      o[t * Di + c] = static_cast<float>(o[t * Di + c] * static_cast<double>(ops::sigmoid(gate[t * Di + c])));
-  }
+  for_range(pool, n * H, [&](int64_t i0, int64_t i1, int) {
+    for (int64_t i = i0; i < i1; ++i) {
+      float* oh = o.data() + i * D;  // row i = (token i / H, head i % H)
+      const float* gh = gate.data() + i * D;
+      ops::rmsnorm_rows(oh, oh, 1, D, w.norm.data(), eps, D, D);
+      for (int64_t c = 0; c < D; ++c) oh[c] = static_cast<float>(oh[c] * static_cast<double>(ops::sigmoid(gh[c])));
+    }
+  });
   b.mm(w.out, o.data(), n, out);
 }
 
