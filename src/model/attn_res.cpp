@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "model/layers.h"
+#include "model/ops.h"
 
 namespace k3::model {
 
@@ -21,11 +22,9 @@ void res_mix(std::span<const float* const> bank, const float* cur, const float* 
     double mx = -INFINITY;
     for (size_t i = 0; i < nc; ++i) {
       const float* c = cand(i);
-      double ss = 0.0, sw = 0.0;
-      for (int64_t d = 0; d < E; ++d) {
-        ss += static_cast<double>(c[d]) * c[d];
-        sw += static_cast<double>(c[d]) * w[d];
-      }
+      // Vector double sums (ops::dot): a scalar chain here cost ~18 µs per mix at E = 2048, on
+      // the caller while the pool waits.
+      const double ss = ops::dot(c, c, E), sw = ops::dot(c, w, E);
       // Σ_d rmsnorm(c)[d]·w[d] = (Σ_d c[d]·w[d]) / rms(c)
       s[i] = sw / std::sqrt(ss / static_cast<double>(E) + eps);
       mx = std::max(mx, s[i]);
@@ -35,8 +34,7 @@ void res_mix(std::span<const float* const> bank, const float* cur, const float* 
     std::fill(acc.begin(), acc.end(), 0.0);
     for (size_t i = 0; i < nc; ++i) {
       const float* c = cand(i);
-      const double p = s[i] / sum;
-      for (int64_t d = 0; d < E; ++d) acc[d] += p * c[d];
+      ops::axpy(s[i] / sum, c, acc.data(), E);
     }
     for (int64_t d = 0; d < E; ++d) out[t * E + d] = static_cast<float>(acc[d]);
   }

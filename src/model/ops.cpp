@@ -17,8 +17,7 @@ void rmsnorm_rows(const float* x, float* y, int64_t n_rows, int64_t n, const flo
   for (int64_t r = 0; r < n_rows; ++r) {
     const float* xr = x + r * x_stride;
     float* yr = y + r * y_stride;
-    double ss = 0.0;
-    for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(xr[i]) * xr[i];
+    const double ss = dot(xr, xr, n);
     const double scale = 1.0 / std::sqrt(ss / static_cast<double>(n) + eps);
     for (int64_t i = 0; i < n; ++i) {
       const double v = xr[i] * scale;
@@ -28,8 +27,7 @@ void rmsnorm_rows(const float* x, float* y, int64_t n_rows, int64_t n, const flo
 }
 
 void l2norm(float* x, int64_t n, float eps) {
-  double ss = 0.0;
-  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  const double ss = dot(x, x, n);
   const double scale = 1.0 / std::max(std::sqrt(ss), static_cast<double>(eps));
   for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(x[i] * scale);
 }
