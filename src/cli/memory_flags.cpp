@@ -22,8 +22,8 @@ void add_memory_flags(CLI::App& app, MemoryFlags& f) {
                  "(default pread: the faster of the two in bench/LADDER.md)");
   app.add_option("--expert-io-depth", f.io_depth, "with --ram-budget: expert reads in flight (default 32)");
   app.add_flag("--no-hugepages", f.no_hugepages,
-               "in mmap mode: leave the trunk in the file mapping (4 KiB pages) instead of copying it into "
-               "transparent huge pages at load (faster decode; docs/expert-store.md)");
+               "leave the trunk in the file mapping (4 KiB pages) instead of copying it into transparent "
+               "huge pages at load (faster decode; docs/expert-store.md)");
 }
 
 std::string to_memory_options(const MemoryFlags& f, store::MemoryOptions& out) {

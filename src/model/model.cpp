@@ -1,6 +1,8 @@
 // model/model: load = open GGUF, read hparams, bind weights, bind the mapped expert store.
 #include "model/model.h"
 
+#include <algorithm>
+
 #include "gguf/file.h"
 
 namespace k3::model {
@@ -19,7 +21,11 @@ Model::Model(std::shared_ptr<const gguf::GgufFile> file) : file_(std::move(file)
 Model::~Model() = default;
 
 void Model::move_trunk(std::shared_ptr<const void> memory, const std::function<const void*(const void*)>& where) {
-  for_each_streamed_matrix(w_, [&](WeightView& v) { v.data = where(v.data); });
+  for_each_streamed_matrix(w_, [&](WeightView& v) {
+    moved_.push_back(v.data);
+    v.data = where(v.data);
+  });
+  std::sort(moved_.begin(), moved_.end());
   trunk_memory_ = std::move(memory);
 }
 

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model/expert_source.h"
 #include "model/hparams.h"
@@ -37,6 +38,9 @@ class Model {
   // at where(old data), a copy with the same bytes that `memory` keeps alive as long as the
   // model (e.g. the trunk in huge pages, store/resident_trunk.h).
   void move_trunk(std::shared_ptr<const void> memory, const std::function<const void*(const void*)>& where);
+  // Where the moved matrices used to be (their GGUF tensor data pointers, sorted); empty until
+  // move_trunk. The store leaves these ranges of the mapping alone (store/trunk.h).
+  const std::vector<const void*>& moved_trunk() const { return moved_; }
 
  private:
   std::shared_ptr<const gguf::GgufFile> file_;
@@ -44,6 +48,7 @@ class Model {
   Weights w_;
   std::unique_ptr<ExpertSource> experts_;
   std::shared_ptr<const void> trunk_memory_;
+  std::vector<const void*> moved_;
 };
 
 }  // namespace k3::model

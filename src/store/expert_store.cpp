@@ -86,7 +86,7 @@ class StreamingStore final : public ExpertStore {
     policy_ = make_policy(opt.eviction, where_.size(), std::max<uint64_t>(n_slots_, 64));
     reader_ = make_reader([this](uint32_t tag, bool ok, const std::string& e) { on_done(tag, ok, e); },
                           std::max(1, opt.io_depth), opt.use_uring);
-    trunk_locked_ = pin_trunk(f);
+    trunk_locked_ = pin_trunk(f, m.moved_trunk());
   }
 
   // Backs the whole cache with memory now instead of at each slot's first read. A page's
@@ -112,7 +112,7 @@ class StreamingStore final : public ExpertStore {
 
   ~StreamingStore() override {
     reader_.reset();  // waits for reads in flight: they write into the arena
-    unpin_trunk(m_.gguf());
+    unpin_trunk(m_.gguf(), m_.moved_trunk());
     ::munmap(arena_, arena_bytes_);
   }
 

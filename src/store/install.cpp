@@ -47,9 +47,9 @@ std::unique_ptr<ExpertStore> build_store(const model::Model& m, const MemoryOpti
   return s;
 }
 
-void prepare_mmap_mode(model::Model& m, const MemoryOptions& opt, bool quiet) {
-  if (opt.streaming || !opt.trunk_hugepages) return;
-  const ResidentTrunk r = make_resident_trunk(m);
+void prepare_trunk(model::Model& m, const MemoryOptions& opt, bool quiet) {
+  if (!opt.trunk_hugepages || !m.moved_trunk().empty()) return;
+  const ResidentTrunk r = make_resident_trunk(m, opt.trunk_hugepages_min, opt.streaming);
   if (quiet || r.small) return;
   if (r.skipped.empty())
     fmt::print(stderr, "trunk: {} copied into huge pages in {:.2f} s ({} backed by 2 MiB pages{}; --no-hugepages to keep the mapping)\n",
@@ -61,7 +61,7 @@ void prepare_mmap_mode(model::Model& m, const MemoryOptions& opt, bool quiet) {
 }
 
 ExpertStore* install_store(model::Model& m, const MemoryOptions& opt, const EngineShape& shape, bool quiet) {
-  prepare_mmap_mode(m, opt, quiet);
+  prepare_trunk(m, opt, quiet);
   std::unique_ptr<ExpertStore> s = build_store(m, opt, shape, quiet);
   ExpertStore* raw = s.get();
   if (s) m.set_expert_source(std::move(s));

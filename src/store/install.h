@@ -1,6 +1,6 @@
 // store/install: the one call a command makes to honour --ram-budget / --mmap.
-// Contract: in mmap mode install_store() only moves the trunk into huge pages
-// (prepare_mmap_mode) and returns null. In streaming
+// Contract: install_store() first moves the trunk into huge pages (prepare_trunk). In mmap
+// mode that is all, and it returns null. In streaming
 // mode it plans memory for the engine shape (store/memory_plan.h; throws k3::Error naming
 // the minimum budget when the budget is too small), prints the plan to stderr unless
 // `quiet`, builds the store and installs it as the model's expert source, returning it (the
@@ -28,9 +28,10 @@ ExpertStore* install_store(model::Model& m, const MemoryOptions& opt, const Engi
 std::unique_ptr<ExpertStore> build_store(const model::Model& m, const MemoryOptions& opt, const EngineShape& shape,
                                          bool quiet = false);
 ExpertStore* find_store(const model::Model& m);
-// mmap mode: copies the trunk into huge pages unless opt.trunk_hugepages is off
-// (store/resident_trunk.h), printing one line about it unless `quiet`; no-op when streaming.
-void prepare_mmap_mode(model::Model& m, const MemoryOptions& opt, bool quiet = false);
+// Copies the trunk into huge pages unless opt.trunk_hugepages is off (store/resident_trunk.h;
+// with --ram-budget the plan's trunk share holds the copy), printing one line about it unless
+// `quiet`. Call before build_store: the store then leaves the moved ranges of the mapping alone.
+void prepare_trunk(model::Model& m, const MemoryOptions& opt, bool quiet = false);
 // "mmap" or "stream (io_uring, O_DIRECT, lru, 1234 slots)", for banners.
 std::string describe(const ExpertStore* s);
 // One line of telemetry over `tokens` tokens and `seconds` of wall time, for stderr.

@@ -23,8 +23,10 @@ struct MemoryOptions {
   // The pread pool decoded 1.2-2.4x faster than io_uring on the ladder machine (bench/LADDER.md).
   bool use_uring = false;           // io_uring reader (the pread pool where io_uring fails)
   int io_depth = 32;                // reads in flight
-  // --mmap mode: copy the trunk matrices into huge pages (store/resident_trunk.h).
+  // Copy the trunk matrices into huge pages at load (store/resident_trunk.h), when they come
+  // to at least trunk_hugepages_min bytes (tests lower it for their small models).
   bool trunk_hugepages = true;
+  uint64_t trunk_hugepages_min = uint64_t{64} << 20;
 };
 
 constexpr uint64_t kUnlimited = UINT64_MAX;

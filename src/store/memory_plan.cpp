@@ -115,7 +115,8 @@ std::string plan_table(const MemoryPlan& p) {
   auto row = [&](const char* what, uint64_t b, const std::string& note) {
     s += fmt::format("  {:<14} {:>12}  {}\n", what, format_size(b), note);
   };
-  row("trunk", p.trunk, "resident: non-expert weights (page cache, locked when allowed)");
+  row("trunk", p.trunk,
+      "resident: non-expert weights (matrices copied into huge pages; else page cache, locked when allowed)");
   row("state", p.state, "KV/KDA state at full context");
   row("work", p.work, "activation buffers (estimate)");
   row("overhead", p.overhead, "code, heap, threads");

@@ -47,7 +47,7 @@ struct Run {
 
 }  // namespace
 
-ResidentTrunk make_resident_trunk(model::Model& m, uint64_t min_bytes) {
+ResidentTrunk make_resident_trunk(model::Model& m, uint64_t min_bytes, bool budgeted) {
   ResidentTrunk r;
   {
     std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
@@ -94,7 +94,7 @@ ResidentTrunk make_resident_trunk(model::Model& m, uint64_t min_bytes) {
   std::string where;
   const uint64_t limit = process_memory_limit(&where);
   if (where != "RAM" && limit) avail = std::min(avail, limit);
-  if (total > avail / 2) {
+  if (!budgeted && total > avail / 2) {
     r.skipped = fmt::format("the trunk ({}) is more than half the memory available ({})", format_size(total),
                             format_size(avail));
     return r;
@@ -121,7 +121,7 @@ ResidentTrunk make_resident_trunk(model::Model& m, uint64_t min_bytes) {
   // Keep the footprint that of the mapped file where both would not fit: drop our page-table
   // entries for the copied ranges (inward to whole pages, never a page an expert or
   // token_embd shares) and then the page cache behind them.
-  if (file_bytes + total > avail) {
+  if (budgeted || file_bytes + total > avail) {
     const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
     for (size_t s = 0; s < m.gguf().shards().size(); ++s) {
       const MappedFile& map = m.gguf().mapping(s);

@@ -1,5 +1,5 @@
 // store/resident_trunk: the trunk matrices copied out of the file mapping into anonymous
-// memory backed by transparent huge pages, for the --mmap mode.
+// memory backed by transparent huge pages (mmap mode and --ram-budget alike).
 // Why: decode streams every trunk matrix once per token. Mapped from the page cache they sit
 // in 4 KiB pages; measured on a 2-vCPU Xeon VM (2026-12-03, bench_kernels --chain 2048x2048)
 // two threads streamed Q8_0 products at 23 GB/s from 4 KiB pages and 26 GB/s from 2 MiB
@@ -9,7 +9,8 @@
 // the model's views there (Model::move_trunk; call it before the first forward). Where the
 // file and the copy would not both fit in the memory available, the copied file ranges are
 // dropped from the page cache, so the footprint stays that of the mapped file. It acts only
-// when huge pages can be had (transparent_hugepage not "never") and the trunk is at most half
+// when huge pages can be had (transparent_hugepage not "never") and — unless `budgeted`, where
+// the memory plan has already placed the trunk within the budget — the trunk is at most half
 // the memory available (MemAvailable, or a lower cgroup limit); otherwise the model is left
 // as it is and `skipped` says why; so does a trunk under min_bytes (a few MiB fit the TLB's
 // reach anyway: nothing to gain), flagged `small`. The result's bytes count the copy,
@@ -34,6 +35,6 @@ struct ResidentTrunk {
   std::string skipped;  // empty when the trunk was moved
 };
 
-ResidentTrunk make_resident_trunk(model::Model& m, uint64_t min_bytes = uint64_t{64} << 20);
+ResidentTrunk make_resident_trunk(model::Model& m, uint64_t min_bytes = uint64_t{64} << 20, bool budgeted = false);
 
 }  // namespace k3::store

@@ -6,13 +6,17 @@
 // worked. unpin_trunk() undoes the lock. Ranges are page-aligned outward.
 #pragma once
 
+#include <vector>
+
 namespace k3::gguf {
 class GgufFile;
 }
 
 namespace k3::store {
 
-bool pin_trunk(const gguf::GgufFile& f);
-void unpin_trunk(const gguf::GgufFile& f);
+// moved: sorted data pointers of trunk tensors that live elsewhere now (Model::moved_trunk:
+// copied into huge pages); their ranges are neither read ahead nor locked.
+bool pin_trunk(const gguf::GgufFile& f, const std::vector<const void*>& moved = {});
+void unpin_trunk(const gguf::GgufFile& f, const std::vector<const void*>& moved = {});
 
 }  // namespace k3::store

@@ -136,6 +136,7 @@ BenchResult run_bench(const BenchOptions& opt) {
 
   std::unique_ptr<model::ExpertSource> inner;
   store::ExpertStore* xstore = nullptr;
+  store::prepare_trunk(*m, opt.memory);
   if (opt.memory.streaming) {
     store::EngineShape shape;
     shape.n_ctx = std::max(opt.n_prompt, opt.n_gen) + 1;
@@ -144,10 +145,7 @@ BenchResult run_bench(const BenchOptions& opt) {
     xstore = st.get();
     inner = std::move(st);
   }
-  if (!inner) {
-    store::prepare_mmap_mode(*m, opt.memory);
-    inner = model::make_mapped_expert_source(m->gguf(), hp);
-  }
+  if (!inner) inner = model::make_mapped_expert_source(m->gguf(), hp);
   if (xstore) {
     r.memory_mode = store::describe(xstore);
     r.ram_budget = opt.memory.ram_budget;

@@ -214,27 +214,44 @@ TEST(ResidentTrunk, MovesEveryMatrixAndKeepsTheResults) {
   EXPECT_EQ(std::memcmp(r.logits.data(), mapped_reference().logits.data(), r.logits.size() * sizeof(float)), 0);
 }
 
-TEST(ResidentTrunk, OnlyInMmapModeAndOnlyWhenAsked) {
-  auto first_matrix = [](const model::Model& m) {
-    const void* p = nullptr;
-    model::for_each_streamed_matrix(m.weights(), [&](const kernels::WeightView& v) {
-      if (!p) p = v.data;
-    });
-    return p;
-  };
+auto first_matrix(const model::Model& m) {
+  const void* p = nullptr;
+  model::for_each_streamed_matrix(m.weights(), [&](const kernels::WeightView& v) {
+    if (!p) p = v.data;
+  });
+  return p;
+}
+
+TEST(ResidentTrunk, OnlyWhenAskedAndBigEnough) {
   auto m = model::Model::load(model_path());
   const void* mapped = first_matrix(*m);
   EXPECT_TRUE(store::make_resident_trunk(*m).small);  // the test model's trunk is tiny
-  EXPECT_EQ(first_matrix(*m), mapped);
   store::MemoryOptions o;
   o.trunk_hugepages = false;
+  o.trunk_hugepages_min = 0;
   EXPECT_EQ(store::install_store(*m, o, shape(), true), nullptr);
   EXPECT_EQ(first_matrix(*m), mapped);
-  o.streaming = true;  // the store keeps the trunk pinned in the mapping instead
-  o.ram_budget = store::kUnlimited;
-  o.trunk_hugepages = true;
-  ASSERT_NE(store::install_store(*m, o, shape(), true), nullptr);
-  EXPECT_EQ(first_matrix(*m), mapped);
+  EXPECT_TRUE(m->moved_trunk().empty());
+}
+
+// Under --ram-budget the trunk moves too, and the store streams experts beside it with the
+// same results.
+TEST(ResidentTrunk, StoreRunsOnAMovedTrunk) {
+  auto m = model::Model::load(model_path());
+  const void* mapped = first_matrix(*m);
+  store::MemoryOptions o;
+  o.streaming = true;
+  o.ram_budget = budget_for(*m, 0.10);
+  o.trunk_hugepages_min = 0;
+  store::ExpertStore* st = store::install_store(*m, o, shape(), true);
+  ASSERT_NE(st, nullptr);
+  if (m->moved_trunk().empty()) GTEST_SKIP() << "no transparent huge pages here";
+  EXPECT_NE(first_matrix(*m), mapped);
+  EXPECT_TRUE(std::binary_search(m->moved_trunk().begin(), m->moved_trunk().end(), mapped));
+  const RunOut r = run(m, st);
+  EXPECT_EQ(r.tokens, mapped_reference().tokens);
+  ASSERT_EQ(r.logits.size(), mapped_reference().logits.size());
+  EXPECT_EQ(std::memcmp(r.logits.data(), mapped_reference().logits.data(), r.logits.size() * sizeof(float)), 0);
 }
 
 // With every expert cacheable, a second pass over the same tokens reads no needed expert.
