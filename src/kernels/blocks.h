@@ -6,6 +6,7 @@
 
 #include <immintrin.h>
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 
@@ -36,11 +37,9 @@ inline uint32_t load_u32(const void* p) {
 }
 
 // E8M0 half scale 2^(e-128), built exactly (§2.2).
-inline float e8m0_half(uint8_t e) {
+constexpr float e8m0_half(uint8_t e) {
   const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
+  return std::bit_cast<float>(bits);
 }
 
 // Q4_K six-bit scale/min pair j (0..7) from the 12 packed bytes.

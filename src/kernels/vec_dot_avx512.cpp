@@ -26,6 +26,7 @@
 
 #include <immintrin.h>
 
+#include <bit>
 #include <cstring>
 
 #include "kernels/act_quant.h"
@@ -281,6 +282,111 @@ void iq1_m_1(int64_t n, const void* w, const void* act, float* out) {
   iq1_m_rows<1>(n, static_cast<const uint8_t*>(w), 0, act, out);
 }
 
+// ---------------------------------------------------------------------------------------------
+// MXFP4 against Q8_0 activations: two 32-weight blocks per zmm. Integer part, per pair:
+// - one 64-byte load from the first block; vpermb puts each block's 16 code bytes twice
+//   (qwords: qs[0..7], qs[8..15], qs[0..7], qs[8..15]); a masked vpsrlw by 4 on the second
+//   copy brings the high nibbles (elements 16..31) down; vpermb through the value table
+//   replicated to 64 entries reads the low 6 bits, so the bits above the nibble need no mask.
+//   The result is the 64 weights in the activations' order, block b in the low 256 bits.
+// - the table holds u = w + 12 ∈ [0, 24] (|w| ≤ 12), so one vpdpbusd multiplies unsigned by
+//   signed bytes: Σ₄ w·a = Σ₄ u·a − 12·Σ₄ a, the init −12·Σ₄ a coming from the activations
+//   alone (shared by the rows of a group). Each int32 lane is the exact sum the AVX2 kernel
+//   forms for the same four weights, so lane j of block b is the same integer.
+// Float part, per block and row, exactly the AVX2 loop's steps: acc = fmadd(cvt(8 lanes),
+// set1(d_w·d_a), acc) with one 8-lane accumulator, then simd::hsum. That fmadd chain (4-cycle
+// latency per block) is what bounds one row; a group of rows runs independent chains.
+alignas(64) constexpr uint8_t kMxfp4Arrange[64] = {
+    1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 1,  2,  3,  4,  5,  6,
+    7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29,
+    30, 31, 32, 33, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33};
+// int16 lanes holding the second copies (bytes 16..31 and 48..63).
+constexpr __mmask32 kMxfp4HighWords = 0xFF00FF00u;
+
+// blk::e8m0_half for every exponent byte, so the scale is a broadcast load.
+struct E8m0Table {
+  alignas(64) float v[256];
+};
+constexpr E8m0Table make_e8m0_table() {
+  E8m0Table t{};
+  for (int e = 0; e < 256; ++e) t.v[e] = blk::e8m0_half(static_cast<uint8_t>(e));
+  return t;
+}
+constexpr E8m0Table kE8m0Half = make_e8m0_table();
+
+// Activations of one pair (or of a last single block), shared by the rows of a group.
+struct Q80Pair {
+  __m512i a;
+  __m512i init;  // −12·Σ₄ a per int32 lane
+};
+
+template <bool kTwo>
+inline Q80Pair load_q80_pair(const BlockQ8_0A* y) {
+  const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[0].qs));
+  Q80Pair p;
+  if constexpr (kTwo) {
+    p.a = _mm512_inserti64x4(_mm512_castsi256_si512(lo), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[1].qs)), 1);
+  } else {
+    p.a = _mm512_zextsi256_si512(lo);
+  }
+  p.init = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(12), p.a));
+  return p;
+}
+
+// kFull: the 64-byte load stays inside the row (at least four blocks from b on); otherwise
+// only the pair's (or block's) bytes are read.
+template <bool kFull, bool kTwo>
+inline __m512i mxfp4_pair_sums(const blk::MXFP4* x, const Q80Pair& y, __m512i arrange, __m512i table) {
+  __m512i raw;
+  if constexpr (kFull) raw = _mm512_loadu_si512(x);
+  else raw = _mm512_maskz_loadu_epi8(kTwo ? 0x3FFFFFFFFull : 0x1FFFFull, x);
+  const __m512i codes = _mm512_permutexvar_epi8(arrange, raw);
+  const __m512i nib = _mm512_mask_srli_epi16(codes, kMxfp4HighWords, codes, 4);
+  const __m512i u = _mm512_permutexvar_epi8(nib, table);
+  return _mm512_dpbusd_epi32(y.init, u, y.a);
+}
+
+inline __m256 mxfp4_fma(__m256 acc, __m256i sumi, uint8_t e, float dy) {
+  const __m256 d = _mm256_mul_ps(_mm256_set1_ps(kE8m0Half.v[e]), _mm256_set1_ps(dy));
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), d, acc);
+}
+
+// R rows against one activation row; R = 1 is the single-row kernel, and each row of a group
+// takes exactly its steps.
+template <int R>
+void mxfp4_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* out) {
+  const blk::MXFP4* x[R];
+  K3_UNROLL for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const blk::MXFP4*>(w + r * rs);
+  const BlockQ8_0A* y = static_cast<const BlockQ8_0A*>(act);
+  const __m512i arrange = _mm512_load_si512(kMxfp4Arrange);
+  const __m512i table = _mm512_add_epi8(
+      _mm512_maskz_broadcast_i32x4(0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kValuesFp4))),
+      _mm512_set1_epi8(12));
+  const size_t pf = prefetch_distance<R>(rs);
+  __m256 acc[R];
+  K3_UNROLL for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  const int64_t nb = n / 32;
+  auto pair = [&]<bool kFull, bool kTwo>(int64_t b) {
+    const Q80Pair a = load_q80_pair<kTwo>(y + b);
+    K3_UNROLL for (int r = 0; r < R; ++r) {
+      const blk::MXFP4* xb = x[r] + b;
+      if constexpr (kFull) prefetch_at(xb, pf);
+      const __m512i s = mxfp4_pair_sums<kFull, kTwo>(xb, a, arrange, table);
+      acc[r] = mxfp4_fma(acc[r], _mm512_castsi512_si256(s), xb[0].e, y[b].d);
+      if constexpr (kTwo) acc[r] = mxfp4_fma(acc[r], _mm512_extracti64x4_epi64(s, 1), xb[1].e, y[b + 1].d);
+    }
+  };
+  int64_t b = 0;
+  for (; b + 4 <= nb; b += 2) pair.template operator()<true, true>(b);
+  for (; b + 2 <= nb; b += 2) pair.template operator()<false, true>(b);
+  if (b < nb) pair.template operator()<false, false>(b);
+  K3_UNROLL for (int r = 0; r < R; ++r) out[r] = simd::hsum(acc[r]);
+}
+
+void mxfp4_1(int64_t n, const void* w, const void* act, float* out) {
+  mxfp4_rows<1>(n, static_cast<const uint8_t*>(w), 0, act, out);
+}
+
 // Rows per group of the multi-row entry points; the rest go one at a time.
 constexpr int kGroupRows = 4;
 
@@ -303,6 +409,17 @@ void dot_iq2_xxs_avx512(int64_t n, const void* w, const void* act, size_t act_st
 void dot_iq1_m_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out) {
   if (nt == 1) iq1_m_1(n, w, act, out);
   else dot_iq1_m(n, w, act, act_stride, nt, out);
+}
+
+void dot_mxfp4_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out) {
+  if (nt == 1) mxfp4_1(n, w, act, out);
+  else if (cpu_has_avx_vnni()) dot_mxfp4_vnni(n, w, act, act_stride, nt, out);
+  else dot_mxfp4(n, w, act, act_stride, nt, out);
+}
+
+void dot_rows_mxfp4_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                           float* out) {
+  rows_by_group<mxfp4_rows<kGroupRows>, mxfp4_1>(n, w, row_stride, n_rows, act, out);
 }
 
 void dot_rows_iq2_xxs_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,

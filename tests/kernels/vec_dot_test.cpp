@@ -157,6 +157,50 @@ TEST(VecDotAvx512, IqEqualsAvx2BitForBit) {
   }
 }
 
+// The AVX-512 MXFP4 kernel gives the AVX2 and AVX-VNNI kernels' results bit for bit (nt == 1
+// is the AVX-512 loop), and its multi-row form gives each row's one-token result. Row lengths:
+// one block, an odd count (a last single block), an expert's 2816 and a hidden size of 7168.
+TEST(VecDotAvx512, Mxfp4EqualsAvx2BitForBit) {
+  if (!impl::cpu_has_avx512_iq()) GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/VBMI/VNNI";
+  const DotKernel* k = dot_kernel(Type::MXFP4);
+  ASSERT_NE(k, nullptr);
+  for (int64_t n : {32, 64, 96, 128, 160, 2816, 7168}) {
+    for (uint32_t rep = 0; rep < 4; ++rep) {
+      Case c = make_case(*k, n, 31u * rep + static_cast<uint32_t>(n));
+      // Rep 3: the smallest exponent bytes too (0 and 1 are the subnormal-scale branch of
+      // e8m0_half, which the AVX-512 kernel reads from a table).
+      if (rep == 3)
+        for (size_t b = 0; b < c.w.size() / 17; ++b) c.w[b * 17] = static_cast<uint8_t>(b % 4);
+      for (int nt = 1; nt <= kMaxDotTokens; ++nt) {
+        float a[kMaxDotTokens], b[kMaxDotTokens];
+        impl::dot_mxfp4(n, c.w.data(), c.act.data(), c.act_stride, nt, a);
+        impl::dot_mxfp4_avx512(n, c.w.data(), c.act.data(), c.act_stride, nt, b);
+        EXPECT_EQ(std::memcmp(a, b, sizeof(float) * static_cast<size_t>(nt)), 0)
+            << "n=" << n << " nt=" << nt << " rep=" << rep << ": " << a[0] << " vs " << b[0];
+        if (impl::cpu_has_avx_vnni()) {
+          impl::dot_mxfp4_vnni(n, c.w.data(), c.act.data(), c.act_stride, nt, a);
+          EXPECT_EQ(std::memcmp(a, b, sizeof(float) * static_cast<size_t>(nt)), 0)
+              << "vnni n=" << n << " nt=" << nt << " rep=" << rep;
+        }
+      }
+    }
+    // 4-row groups plus a remainder, against the AVX2 one-token kernel row by row.
+    std::mt19937 rng(static_cast<uint32_t>(n) + 3);
+    const int64_t rows = 7;
+    const size_t rs = static_cast<size_t>(n / 32) * 17;
+    std::vector<uint8_t> w;
+    for (int64_t r = 0; r < rows; ++r) {
+      const std::vector<uint8_t> row = test::random_row(Type::MXFP4, n, rng);
+      w.insert(w.end(), row.begin(), row.end());
+    }
+    const Case c = make_case(*k, n, 77u + static_cast<uint32_t>(n));
+    float got[rows], want[rows];
+    impl::dot_rows_mxfp4_avx512(n, w.data(), rs, rows, c.act.data(), got);
+    for (int64_t r = 0; r < rows; ++r) impl::dot_mxfp4(n, w.data() + r * rs, c.act.data(), 0, 1, &want[r]);
+    EXPECT_EQ(std::memcmp(got, want, sizeof(got)), 0) << "rows n=" << n;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllFastTypes, VecDot, ::testing::ValuesIn(kFastTypes),
                          [](const auto& info) { return std::string(quant::type_name(info.param)); });
 
