@@ -1,6 +1,8 @@
-// AVX-512 builds of the IQ2_XXS and IQ1_M dot products for one token (decode), where the AVX2
-// kernels (vec_dot_iquants.cpp) are bound by uops, not by memory: each 32-weight group there
-// costs four broadcast loads and three blends per table, plus a psignb, maddubs and madd.
+// AVX-512 builds of the one-token (decode) dot products of the expert weight types IQ2_XXS,
+// IQ1_M, MXFP4 and Q3_K, and their multi-row forms, where the AVX2 kernels are bound by uops,
+// not by memory (each section below says what it saves). For the IQ types each 32-weight
+// group there costs four broadcast loads and three blends per table, plus psignb, maddubs and
+// madd.
 // Here one 64-bit-index gather fetches the eight grid entries of 64 weights from the
 // L1-resident table, and every other step works on 64 weights per uop:
 // - IQ2_XXS signs: the 7-bit sign indices of a super-block go through the 128-byte ksigns
@@ -387,6 +389,89 @@ void mxfp4_1(int64_t n, const void* w, const void* act, float* out) {
   mxfp4_rows<1>(n, static_cast<const uint8_t*>(w), 0, act, out);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Q3_K against Q8_K. The AVX2 kernel spends ~11 uops per 32 weights rebuilding u = q3 + 4
+// (shift, and, hmask compare, blend) on three ports; here zmm p holds groups 2p and 2p+1 (one
+// per 256-bit half, as the activations lie), so each step covers 64 weights. Per half the int32
+// lanes are the AVX2 kernel's for that group (maddubs, then the same int16 scale products, now
+// one vpdpwssd), and the two halves are added as integers, so sumi is the AVX2 vector exactly;
+// the −4·Σ s·bsums correction and the float step are its code unchanged.
+
+#include "kernels/q3k_scales_body.h"
+
+// Per-zmm constants: group g = 2p + half reads qs[32·(g/4) + m] >> 2·(g%4) and hmask bit g.
+struct Q3kConsts {
+  __m512i shift[2];  // p even / odd: word shifts (0 | 2), (4 | 6) for the two halves
+  __m512i bit[4];    // hmask bit of group 2p | 2p+1
+  __m512i lsel[4];   // int16 lane i of zmm p ← scale 4p + i/8
+};
+
+inline Q3kConsts q3k_consts() {
+  Q3kConsts c;
+  K3_UNROLL for (int e = 0; e < 2; ++e) {
+    c.shift[e] = _mm512_mask_blend_epi16(0xFFFF0000u, _mm512_set1_epi16(static_cast<int16_t>(4 * e)),
+                                         _mm512_set1_epi16(static_cast<int16_t>(4 * e + 2)));
+  }
+  K3_UNROLL for (int p = 0; p < 4; ++p) {
+    c.bit[p] = _mm512_mask_blend_epi8(0xFFFFFFFF00000000ull, _mm512_set1_epi8(static_cast<char>(1 << (2 * p))),
+                                      _mm512_set1_epi8(static_cast<char>(1 << (2 * p + 1))));
+    c.lsel[p] = spread_words(4 * p, 1, 8);
+  }
+  return c;
+}
+
+inline __m256 q3_k_block(const blk::Q3_K& x, const Q8KRegs& y, __m256 acc, const Q3kConsts& c) {
+  const __m512i m3 = _mm512_set1_epi8(3);
+  const __m512i four = _mm512_set1_epi8(4);
+  const __m128i sc = q3k_scales_vec(x.scales);
+  const __m256i sc16 = _mm256_cvtepi8_epi16(sc);
+  const __m512i sc512 = _mm512_zextsi256_si512(sc16);
+  const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.hmask)));
+  __m512i q[2];
+  K3_UNROLL for (int h = 0; h < 2; ++h)
+    q[h] = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + 32 * h)));
+  __m512i part[2];
+  K3_UNROLL for (int p = 0; p < 4; ++p) {
+    // a word shift leaks the neighbour byte's bits only above bit 1, which the mask drops
+    const __m512i lo = _mm512_and_si512(_mm512_srlv_epi16(q[p / 2], c.shift[p % 2]), m3);
+    const __m512i u = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(hm, c.bit[p]), lo, four);
+    const __m512i prod = _mm512_maddubs_epi16(u, y.qs[p]);
+    const __m512i s = _mm512_permutexvar_epi16(c.lsel[p], sc512);
+    // two short chains instead of one of four multiply-adds
+    part[p % 2] = p < 2 ? _mm512_madd_epi16(prod, s) : _mm512_dpwssd_epi32(part[p % 2], prod, s);
+  }
+  const __m512i sum = _mm512_add_epi32(part[0], part[1]);
+  const __m256i sumi = _mm256_add_epi32(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1));
+  const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(y.bsums, sc16), 2);
+  const float d = blk::f16(x.d);
+  return _mm256_fmadd_ps(_mm256_set1_ps(d * y.d), _mm256_cvtepi32_ps(_mm256_sub_epi32(sumi, corr)), acc);
+}
+
+// R rows against one activation row; R = 1 is the single-row kernel, and each row of a group
+// takes exactly its steps.
+template <int R>
+void q3_k_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* out) {
+  const blk::Q3_K* x[R];
+  K3_UNROLL for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const blk::Q3_K*>(w + r * rs);
+  const BlockQ8KA* y = static_cast<const BlockQ8KA*>(act);
+  const Q3kConsts c = q3k_consts();
+  const size_t pf = prefetch_distance<R>(rs);
+  __m256 acc[R];
+  K3_UNROLL for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / 256; ++b) {
+    const Q8KRegs a = load_q8k(y[b]);
+    K3_UNROLL for (int r = 0; r < R; ++r) {
+      prefetch_at(x[r] + b, pf);
+      acc[r] = q3_k_block(x[r][b], a, acc[r], c);
+    }
+  }
+  K3_UNROLL for (int r = 0; r < R; ++r) out[r] = simd::hsum(acc[r]);
+}
+
+void q3_k_1(int64_t n, const void* w, const void* act, float* out) {
+  q3_k_rows<1>(n, static_cast<const uint8_t*>(w), 0, act, out);
+}
+
 // Rows per group of the multi-row entry points; the rest go one at a time.
 constexpr int kGroupRows = 4;
 
@@ -430,6 +515,16 @@ void dot_rows_iq2_xxs_avx512(int64_t n, const void* w, size_t row_stride, int64_
 void dot_rows_iq1_m_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                            float* out) {
   rows_by_group<iq1_m_rows<kGroupRows>, iq1_m_1>(n, w, row_stride, n_rows, act, out);
+}
+
+void dot_q3_k_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out) {
+  if (nt == 1) q3_k_1(n, w, act, out);
+  else dot_q3_k(n, w, act, act_stride, nt, out);
+}
+
+void dot_rows_q3_k_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                          float* out) {
+  rows_by_group<q3_k_rows<kGroupRows>, q3_k_1>(n, w, row_stride, n_rows, act, out);
 }
 
 #pragma GCC pop_options

@@ -55,6 +55,12 @@ void dot_mxfp4_avx512(int64_t n, const void* w, const void* act, size_t act_stri
 void dot_rows_mxfp4_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                            float* out);
 
+// Q3_K (Q8_K activations): nt == 1 runs the AVX-512 loop, nt > 1 the AVX2 kernel; the rows
+// form has no AVX2 twin (null in the table without AVX-512).
+void dot_q3_k_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);
+void dot_rows_q3_k_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                          float* out);
+
 // The IQ1 offset grid of vec_dot_iquants.cpp: 4096 entries, index | (delta sign << 11) →
 // eight bytes 8·grid + 9 ± 1 ∈ [0, 18] (built once, on first use).
 const uint64_t* iq1_offset_grid();

@@ -123,17 +123,19 @@ TEST(VecDotVnni, EqualsAvx2BitForBit) {
   }
 }
 
-// The AVX-512 IQ builds give the AVX2 kernels' results bit for bit (nt == 1 is the AVX-512
-// loop, nt > 1 the AVX2 one it delegates to), and stay within the SIMD tolerance of the scalar
-// twins. Row lengths: one super-block, a few, and the 7168 of a large model's hidden size.
-TEST(VecDotAvx512, IqEqualsAvx2BitForBit) {
+// The AVX-512 builds of the 256-blocked types (IQ2_XXS, IQ1_M, Q3_K) give the AVX2 kernels'
+// results bit for bit (nt == 1 is the AVX-512 loop, nt > 1 the AVX2 one it delegates to; the
+// multi-row forms: VecDotRows.EqualOneRowAtATime), and stay within the SIMD tolerance of the
+// scalar twins. Row lengths: one super-block, an expert's 1024, and a hidden size of 7168.
+TEST(VecDotAvx512, SuperBlockTypesEqualAvx2BitForBit) {
   if (!impl::cpu_has_avx512_iq()) GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/VBMI/VNNI";
   struct Pair {
     Type type;
     DotFn avx2, avx512;
   };
   for (const Pair& p : {Pair{Type::IQ2_XXS, impl::dot_iq2_xxs, impl::dot_iq2_xxs_avx512},
-                        Pair{Type::IQ1_M, impl::dot_iq1_m, impl::dot_iq1_m_avx512}}) {
+                        Pair{Type::IQ1_M, impl::dot_iq1_m, impl::dot_iq1_m_avx512},
+                        Pair{Type::Q3_K, impl::dot_q3_k, impl::dot_q3_k_avx512}}) {
     const DotKernel* k = dot_kernel(p.type);
     ASSERT_NE(k, nullptr);
     for (int64_t n : {256, 1024, 7168}) {
@@ -158,8 +160,9 @@ TEST(VecDotAvx512, IqEqualsAvx2BitForBit) {
 }
 
 // The AVX-512 MXFP4 kernel gives the AVX2 and AVX-VNNI kernels' results bit for bit (nt == 1
-// is the AVX-512 loop), and its multi-row form gives each row's one-token result. Row lengths:
-// one block, an odd count (a last single block), an expert's 2816 and a hidden size of 7168.
+// is the AVX-512 loop; its multi-row form is checked against that loop row by row in
+// VecDotRows.EqualOneRowAtATime). Row lengths: one block, an odd count (a last single block),
+// an expert's 2816 and a hidden size of 7168.
 TEST(VecDotAvx512, Mxfp4EqualsAvx2BitForBit) {
   if (!impl::cpu_has_avx512_iq()) GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/VBMI/VNNI";
   const DotKernel* k = dot_kernel(Type::MXFP4);
@@ -184,20 +187,6 @@ TEST(VecDotAvx512, Mxfp4EqualsAvx2BitForBit) {
         }
       }
     }
-    // 4-row groups plus a remainder, against the AVX2 one-token kernel row by row.
-    std::mt19937 rng(static_cast<uint32_t>(n) + 3);
-    const int64_t rows = 7;
-    const size_t rs = static_cast<size_t>(n / 32) * 17;
-    std::vector<uint8_t> w;
-    for (int64_t r = 0; r < rows; ++r) {
-      const std::vector<uint8_t> row = test::random_row(Type::MXFP4, n, rng);
-      w.insert(w.end(), row.begin(), row.end());
-    }
-    const Case c = make_case(*k, n, 77u + static_cast<uint32_t>(n));
-    float got[rows], want[rows];
-    impl::dot_rows_mxfp4_avx512(n, w.data(), rs, rows, c.act.data(), got);
-    for (int64_t r = 0; r < rows; ++r) impl::dot_mxfp4(n, w.data() + r * rs, c.act.data(), 0, 1, &want[r]);
-    EXPECT_EQ(std::memcmp(got, want, sizeof(got)), 0) << "rows n=" << n;
   }
 }
 
