@@ -28,7 +28,6 @@
 
 #include <immintrin.h>
 
-#include <bit>
 #include <cstring>
 
 #include "kernels/act_quant.h"
@@ -51,24 +50,7 @@ bool cpu_has_avx512_iq() {
 
 namespace {
 
-// As in vec_dot_iquants.cpp: cold expert rows stream faster with an explicit L2 prefetch,
-// 2 KiB ahead of the block being read.
-constexpr size_t kPfAhead = 2048;
-
-// A group of R rows reads them side by side, so 2 KiB past a block is mostly the next row of
-// the same group, already on its way; each block instead asks for itself whole groups ahead
-// (at least 2 KiB). Without this, 4-row groups over 7168-wide IQ1_M rows streamed ~15 % slower
-// than one row at a time.
-template <int R>
-size_t prefetch_distance(size_t rs) {
-  if constexpr (R == 1) return kPfAhead;
-  const size_t g = R * rs;
-  return g * ((kPfAhead + g - 1) / g);
-}
-
-inline void prefetch_at(const void* p, size_t ahead) {
-  _mm_prefetch(static_cast<const char*>(p) + ahead, _MM_HINT_T1);
-}
+#include "kernels/rows_group_body.h"
 
 // Constant index vectors spelled out by constexpr generators, so the layouts are computed
 // rather than typed as long literal lists.
@@ -475,15 +457,6 @@ void q3_k_1(int64_t n, const void* w, const void* act, float* out) {
 // Rows per group of the multi-row entry points; the rest go one at a time.
 constexpr int kGroupRows = 4;
 
-template <void (*Group)(int64_t, const uint8_t*, size_t, const void*, float*),
-          void (*One)(int64_t, const void*, const void*, float*)>
-void rows_by_group(int64_t n, const void* w, size_t rs, int64_t n_rows, const void* act, float* out) {
-  const uint8_t* p = static_cast<const uint8_t*>(w);
-  int64_t r = 0;
-  for (; r + kGroupRows <= n_rows; r += kGroupRows) Group(n, p + r * rs, rs, act, out + r);
-  for (; r < n_rows; ++r) One(n, p + r * rs, act, out + r);
-}
-
 }  // namespace
 
 void dot_iq2_xxs_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out) {
@@ -504,17 +477,17 @@ void dot_mxfp4_avx512(int64_t n, const void* w, const void* act, size_t act_stri
 
 void dot_rows_mxfp4_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                            float* out) {
-  rows_by_group<mxfp4_rows<kGroupRows>, mxfp4_1>(n, w, row_stride, n_rows, act, out);
+  rows_by_group<kGroupRows, mxfp4_rows<kGroupRows>, mxfp4_rows<1>>(n, w, row_stride, n_rows, act, out);
 }
 
 void dot_rows_iq2_xxs_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                              float* out) {
-  rows_by_group<iq2_xxs_rows<kGroupRows>, iq2_xxs_1>(n, w, row_stride, n_rows, act, out);
+  rows_by_group<kGroupRows, iq2_xxs_rows<kGroupRows>, iq2_xxs_rows<1>>(n, w, row_stride, n_rows, act, out);
 }
 
 void dot_rows_iq1_m_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                            float* out) {
-  rows_by_group<iq1_m_rows<kGroupRows>, iq1_m_1>(n, w, row_stride, n_rows, act, out);
+  rows_by_group<kGroupRows, iq1_m_rows<kGroupRows>, iq1_m_rows<1>>(n, w, row_stride, n_rows, act, out);
 }
 
 void dot_q3_k_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out) {
@@ -524,7 +497,7 @@ void dot_q3_k_avx512(int64_t n, const void* w, const void* act, size_t act_strid
 
 void dot_rows_q3_k_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                           float* out) {
-  rows_by_group<q3_k_rows<kGroupRows>, q3_k_1>(n, w, row_stride, n_rows, act, out);
+  rows_by_group<kGroupRows, q3_k_rows<kGroupRows>, q3_k_rows<1>>(n, w, row_stride, n_rows, act, out);
 }
 
 #pragma GCC pop_options

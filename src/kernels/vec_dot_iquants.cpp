@@ -24,26 +24,7 @@ namespace {
 
 inline const __m256i* v256(const void* p) { return reinterpret_cast<const __m256i*>(p); }
 
-// Decode reads expert matrices of a few hundred KiB, each cold, at only 3–5 GB/s per core; the
-// hardware prefetchers ramp up too slowly for that, so each super-block asks for the line
-// 2 KiB ahead into L2 (streaming IQ1_M measured ~25 % faster than without; into L2 rather
-// than L1 another ~3 %, as for Q8_0 in vec_dot_q8_body.h).
-inline void prefetch_ahead(const void* p) {
-  _mm_prefetch(static_cast<const char*>(p) + 2048, _MM_HINT_T1);
-}
-
-// Multi-row decode reads the R rows of a group side by side, so 2 KiB past a block is mostly
-// a row of the same group; each block asks for itself whole groups ahead, at least 2 KiB (as
-// in vec_dot_avx512.cpp).
-template <int R>
-size_t group_prefetch_distance(size_t rs) {
-  const size_t g = R * rs;
-  return g * ((2048 + g - 1) / g);
-}
-
-inline void prefetch_at(const void* p, size_t ahead) {
-  _mm_prefetch(static_cast<const char*>(p) + ahead, _MM_HINT_T1);
-}
+#include "kernels/rows_group_body.h"
 
 // Rows per group of the multi-row entry points; the rest go one at a time. 4 gained no more
 // than 2 on short rows and lost a little on 7168-wide ones (16 ymm registers).
@@ -129,43 +110,9 @@ inline __m256i iq2xxs_scales(const blk::IQ2_XXS& x) {
 
 constexpr int kIq2xxsScalePos[8] = {0, 2, 4, 6, 1, 3, 5, 7};
 
-template <int NT>
-void iq2_xxs_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
-  const blk::IQ2_XXS* x = static_cast<const blk::IQ2_XXS*>(w);
-  const BlockQ8KA* y[NT];
-  K3_UNROLL for (int t = 0; t < NT; ++t) y[t] = reinterpret_cast<const BlockQ8KA*>(simd::tok(act, st, t));
-  const uint64_t* grid = quant::kIq2xxsGrid;
-  const uint64_t* signs = signs_pm1();
-  __m256 acc[NT];
-  K3_UNROLL for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / 256; ++b) {
-    if constexpr (NT == 1) prefetch_ahead(x + b);
-    uint32_t q[16];
-    std::memcpy(q, x[b].qs, 64);
-    const uint8_t* qb = reinterpret_cast<const uint8_t*>(x[b].qs);
-    const __m256i scales = iq2xxs_scales(x[b]);
-    __m256i sumi[NT];
-    K3_UNROLL for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
-    K3_UNROLL for (int sb = 0; sb < 8; ++sb) {
-      const uint8_t* a = qb + 8 * sb;
-      const uint32_t s = q[2 * sb + 1];
-      const __m256i g = gather4(grid, a[0], a[1], a[2], a[3]);
-      const __m256i sg = gather4(signs, s & 127, (s >> 7) & 127, (s >> 14) & 127, (s >> 21) & 127);
-      const __m256i ls = pick_i16(scales, kIq2xxsScalePos[sb]);
-      K3_UNROLL for (int t = 0; t < NT; ++t) {
-        const __m256i av = _mm256_loadu_si256(v256(y[t][b].qs + 32 * sb));
-        sumi[t] = _mm256_add_epi32(sumi[t], simd::dot_us(g, _mm256_sign_epi8(av, sg), ls));
-      }
-    }
-    const float d = blk::f16(x[b].d);
-    K3_UNROLL for (int t = 0; t < NT; ++t)
-      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[t][b].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-  }
-  K3_UNROLL for (int t = 0; t < NT; ++t) out[t] = 0.125f * simd::hsum(acc[t]);
-}
-
-// Decode over R rows: each activation block is loaded once for the group, and per row the
-// integer sums and float steps are iq2_xxs_nt<1>'s, so each result equals it bit for bit.
+// Decode over R rows: each activation block is loaded once for the group, and each row's
+// integer sums and float steps are the same whatever R, so R = 1 is the one-token kernel and
+// every group row equals it bit for bit.
 template <int R>
 void iq2_xxs_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* out) {
   const blk::IQ2_XXS* x[R];
@@ -173,7 +120,7 @@ void iq2_xxs_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float
   const BlockQ8KA* y = static_cast<const BlockQ8KA*>(act);
   const uint64_t* grid = quant::kIq2xxsGrid;
   const uint64_t* signs = signs_pm1();
-  const size_t pf = group_prefetch_distance<R>(rs);
+  const size_t pf = prefetch_distance<R>(rs);
   __m256 acc[R];
   K3_UNROLL for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / 256; ++b) {
@@ -202,6 +149,47 @@ void iq2_xxs_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float
   K3_UNROLL for (int r = 0; r < R; ++r) out[r] = 0.125f * simd::hsum(acc[r]);
 }
 
+// Several tokens against one row (prefill tiles).
+template <int NT>
+void iq2_xxs_tokens(int64_t n, const void* w, const void* act, size_t st, float* out) {
+  const blk::IQ2_XXS* x = static_cast<const blk::IQ2_XXS*>(w);
+  const BlockQ8KA* y[NT];
+  K3_UNROLL for (int t = 0; t < NT; ++t) y[t] = reinterpret_cast<const BlockQ8KA*>(simd::tok(act, st, t));
+  const uint64_t* grid = quant::kIq2xxsGrid;
+  const uint64_t* signs = signs_pm1();
+  __m256 acc[NT];
+  K3_UNROLL for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / 256; ++b) {
+    uint32_t q[16];
+    std::memcpy(q, x[b].qs, 64);
+    const uint8_t* qb = reinterpret_cast<const uint8_t*>(x[b].qs);
+    const __m256i scales = iq2xxs_scales(x[b]);
+    __m256i sumi[NT];
+    K3_UNROLL for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
+    K3_UNROLL for (int sb = 0; sb < 8; ++sb) {
+      const uint8_t* a = qb + 8 * sb;
+      const uint32_t s = q[2 * sb + 1];
+      const __m256i g = gather4(grid, a[0], a[1], a[2], a[3]);
+      const __m256i sg = gather4(signs, s & 127, (s >> 7) & 127, (s >> 14) & 127, (s >> 21) & 127);
+      const __m256i ls = pick_i16(scales, kIq2xxsScalePos[sb]);
+      K3_UNROLL for (int t = 0; t < NT; ++t) {
+        const __m256i av = _mm256_loadu_si256(v256(y[t][b].qs + 32 * sb));
+        sumi[t] = _mm256_add_epi32(sumi[t], simd::dot_us(g, _mm256_sign_epi8(av, sg), ls));
+      }
+    }
+    const float d = blk::f16(x[b].d);
+    K3_UNROLL for (int t = 0; t < NT; ++t)
+      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[t][b].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+  }
+  K3_UNROLL for (int t = 0; t < NT; ++t) out[t] = 0.125f * simd::hsum(acc[t]);
+}
+
+template <int NT>
+void iq2_xxs_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
+  if constexpr (NT == 1) iq2_xxs_rows<1>(n, static_cast<const uint8_t*>(w), 0, act, out);
+  else iq2_xxs_tokens<NT>(n, w, act, st, out);
+}
+
 // IQ2_XS: scale byte sb holds the first-16 scale (low nibble) and the second-16 scale (high);
 // as 2·s+1 with group sb at int16 lane sb, low nibbles in the low half, high in the high half.
 inline __m256i iq2xs_scales(const blk::IQ2_XS& x) {
@@ -221,7 +209,7 @@ void iq2_xs_nt(int64_t n, const void* w, const void* act, size_t st, float* out)
   __m256 acc[NT];
   K3_UNROLL for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n / 256; ++b) {
-    if constexpr (NT == 1) prefetch_ahead(x + b);
+    if constexpr (NT == 1) prefetch_at(x + b, kPfAhead);
     const uint16_t* q = x[b].qs;
     const __m256i scales = iq2xs_scales(x[b]);
     __m256i sumi[NT];
@@ -323,48 +311,15 @@ inline void iq1m_unpack(const blk::IQ1_M& x, Iq1Unpacked& u) {
   u.ls9 = _mm256_add_epi16(_mm256_slli_epi16(ls, 3), ls);
 }
 
-// Shared IQ1 super-block loop: Σ_j ls_j·(Σ u·a − 9·bsum_j) per token.
-template <int NT, class Block, class Unpack, class Scale>
-void iq1_nt(int64_t n, const void* w, const void* act, size_t st, float* out, Unpack unpack, Scale scale) {
-  const Block* x = static_cast<const Block*>(w);
-  const BlockQ8KA* y[NT];
-  K3_UNROLL for (int t = 0; t < NT; ++t) y[t] = reinterpret_cast<const BlockQ8KA*>(simd::tok(act, st, t));
-  const uint64_t* grid = iq1_offset_grid();
-  __m256 acc[NT];
-  K3_UNROLL for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
-  Iq1Unpacked u;
-  for (int64_t b = 0; b < n / 256; ++b) {
-    if constexpr (NT == 1) prefetch_ahead(x + b);
-    unpack(x[b], u);
-    __m256i sumi[NT];
-    K3_UNROLL for (int t = 0; t < NT; ++t) sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_madd_epi16(u.ls9, bsums(y[t][b])));
-    K3_UNROLL for (int sb = 0; sb < 8; ++sb) {
-      uint64_t i4;  // four indices in one GPR load
-      std::memcpy(&i4, u.idx + 4 * sb, 8);
-      const __m256i wv = gather4(grid, static_cast<uint16_t>(i4), static_cast<uint16_t>(i4 >> 16),
-                                 static_cast<uint16_t>(i4 >> 32), static_cast<uint32_t>(i4 >> 48));
-      const __m256i ls = pick_i16(u.scales, sb);
-      K3_UNROLL for (int t = 0; t < NT; ++t) {
-        const __m256i av = _mm256_loadu_si256(v256(y[t][b].qs + 32 * sb));
-        sumi[t] = _mm256_add_epi32(sumi[t], simd::dot_us(wv, av, ls));
-      }
-    }
-    const float d = scale(x[b]);
-    K3_UNROLL for (int t = 0; t < NT; ++t)
-      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[t][b].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
-  }
-  K3_UNROLL for (int t = 0; t < NT; ++t) out[t] = 0.125f * simd::hsum(acc[t]);
-}
-
-// Decode over R rows, sharing each activation block; per row iq1_nt<1>'s integer sums and
-// float steps, so each result equals it bit for bit.
+// Decode over R rows, sharing each activation block; each row's integer sums and float steps
+// are the same whatever R, so R = 1 is the one-token kernel (both IQ1 formats).
 template <int R, class Block, class Unpack, class Scale>
 void iq1_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* out, Unpack unpack, Scale scale) {
   const Block* x[R];
   K3_UNROLL for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const Block*>(w + r * rs);
   const BlockQ8KA* y = static_cast<const BlockQ8KA*>(act);
   const uint64_t* grid = iq1_offset_grid();
-  const size_t pf = group_prefetch_distance<R>(rs);
+  const size_t pf = prefetch_distance<R>(rs);
   __m256 acc[R];
   K3_UNROLL for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   Iq1Unpacked u[R];
@@ -394,6 +349,45 @@ void iq1_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* ou
   K3_UNROLL for (int r = 0; r < R; ++r) out[r] = 0.125f * simd::hsum(acc[r]);
 }
 
+// Shared IQ1 super-block loop over several tokens (prefill tiles):
+// Σ_j ls_j·(Σ u·a − 9·bsum_j) per token.
+template <int NT, class Block, class Unpack, class Scale>
+void iq1_tokens(int64_t n, const void* w, const void* act, size_t st, float* out, Unpack unpack, Scale scale) {
+  const Block* x = static_cast<const Block*>(w);
+  const BlockQ8KA* y[NT];
+  K3_UNROLL for (int t = 0; t < NT; ++t) y[t] = reinterpret_cast<const BlockQ8KA*>(simd::tok(act, st, t));
+  const uint64_t* grid = iq1_offset_grid();
+  __m256 acc[NT];
+  K3_UNROLL for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  Iq1Unpacked u;
+  for (int64_t b = 0; b < n / 256; ++b) {
+    unpack(x[b], u);
+    __m256i sumi[NT];
+    K3_UNROLL for (int t = 0; t < NT; ++t) sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_madd_epi16(u.ls9, bsums(y[t][b])));
+    K3_UNROLL for (int sb = 0; sb < 8; ++sb) {
+      uint64_t i4;  // four indices in one GPR load
+      std::memcpy(&i4, u.idx + 4 * sb, 8);
+      const __m256i wv = gather4(grid, static_cast<uint16_t>(i4), static_cast<uint16_t>(i4 >> 16),
+                                 static_cast<uint16_t>(i4 >> 32), static_cast<uint32_t>(i4 >> 48));
+      const __m256i ls = pick_i16(u.scales, sb);
+      K3_UNROLL for (int t = 0; t < NT; ++t) {
+        const __m256i av = _mm256_loadu_si256(v256(y[t][b].qs + 32 * sb));
+        sumi[t] = _mm256_add_epi32(sumi[t], simd::dot_us(wv, av, ls));
+      }
+    }
+    const float d = scale(x[b]);
+    K3_UNROLL for (int t = 0; t < NT; ++t)
+      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[t][b].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+  }
+  K3_UNROLL for (int t = 0; t < NT; ++t) out[t] = 0.125f * simd::hsum(acc[t]);
+}
+
+template <int NT, class Block, class Unpack, class Scale>
+void iq1_nt(int64_t n, const void* w, const void* act, size_t st, float* out, Unpack unpack, Scale scale) {
+  if constexpr (NT == 1) iq1_rows<1, Block>(n, static_cast<const uint8_t*>(w), 0, act, out, unpack, scale);
+  else iq1_tokens<NT, Block>(n, w, act, st, out, unpack, scale);
+}
+
 template <int NT>
 void iq1_s_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
   iq1_nt<NT, blk::IQ1_S>(n, w, act, st, out, iq1s_unpack, [](const blk::IQ1_S& x) { return blk::f16(x.d); });
@@ -411,23 +405,14 @@ void iq1_m_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* 
                           [](const blk::IQ1_M& x) { return blk::iq1m_d(x.scales); });
 }
 
-template <void (*Group)(int64_t, const uint8_t*, size_t, const void*, float*),
-          void (*One)(int64_t, const void*, const void*, size_t, float*)>
-void rows_by_group(int64_t n, const void* w, size_t rs, int64_t n_rows, const void* act, float* out) {
-  const uint8_t* p = static_cast<const uint8_t*>(w);
-  int64_t r = 0;
-  for (; r + kGroupRows <= n_rows; r += kGroupRows) Group(n, p + r * rs, rs, act, out + r);
-  for (; r < n_rows; ++r) One(n, p + r * rs, act, 0, out + r);
-}
-
 }  // namespace
 
 void dot_rows_iq2_xxs(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act, float* out) {
-  rows_by_group<iq2_xxs_rows<kGroupRows>, iq2_xxs_nt<1>>(n, w, row_stride, n_rows, act, out);
+  rows_by_group<kGroupRows, iq2_xxs_rows<kGroupRows>, iq2_xxs_rows<1>>(n, w, row_stride, n_rows, act, out);
 }
 
 void dot_rows_iq1_m(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act, float* out) {
-  rows_by_group<iq1_m_rows<kGroupRows>, iq1_m_nt<1>>(n, w, row_stride, n_rows, act, out);
+  rows_by_group<kGroupRows, iq1_m_rows<kGroupRows>, iq1_m_rows<1>>(n, w, row_stride, n_rows, act, out);
 }
 
 K3_DOT_DISPATCH(iq2_xxs)

@@ -69,26 +69,13 @@ void mla_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   std::vector<float> ckv(static_cast<size_t>(n * RW));
   std::vector<float> gate;
   {
-    std::vector<kernels::MatmulJob> jobs(2);
-    if (w.q_lora) {
-      qa.resize(static_cast<size_t>(n * hp.q_lora_rank));
-      jobs[0].w = w.q_a;
-      jobs[0].y = qa.data();
-    } else {
-      jobs[0].w = w.q;
-      jobs[0].y = qf.data();
-    }
-    jobs[1].w = w.kv_a;
-    jobs[1].y = ckv.data();
+    if (w.q_lora) qa.resize(static_cast<size_t>(n * hp.q_lora_rank));
+    std::vector<kernels::MatmulJob> jobs{
+        {.w = w.q_lora ? w.q_a : w.q, .x = xn, .n_tok = n, .y = w.q_lora ? qa.data() : qf.data()},
+        {.w = w.kv_a, .x = xn, .n_tok = n, .y = ckv.data()}};
     if (w.has_gate) {
       gate.resize(static_cast<size_t>(n * H * Vh));
-      jobs.push_back({});
-      jobs.back().w = w.gate;
-      jobs.back().y = gate.data();
-    }
-    for (kernels::MatmulJob& j : jobs) {
-      j.x = xn;
-      j.n_tok = n;
+      jobs.push_back({.w = w.gate, .x = xn, .n_tok = n, .y = gate.data()});
     }
     b.mm.batch(jobs);
   }

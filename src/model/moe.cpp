@@ -57,19 +57,10 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   const float* rin = xn;
   std::vector<float> sh_h;
   {
-    std::vector<kernels::MatmulJob> jobs(1);
-    jobs[0].w = w.router;
-    jobs[0].x = xn;
-    jobs[0].n_tok = n;
-    jobs[0].y = prob.data();
+    std::vector<kernels::MatmulJob> jobs{{.w = w.router, .x = xn, .n_tok = n, .y = prob.data()}};
     if (w.latent) {
       r.resize(static_cast<size_t>(n * L));
-      kernels::MatmulJob j;
-      j.w = w.routed_down;
-      j.x = xn;
-      j.n_tok = n;
-      j.y = r.data();
-      jobs.push_back(j);
+      jobs.push_back({.w = w.routed_down, .x = xn, .n_tok = n, .y = r.data()});
       rin = r.data();
     }
     if (w.has_shared) {
@@ -183,14 +174,7 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
       j.y = sl.y.data();
       jobs.push_back(j);
     }
-    if (g0 == 0 && w.has_shared) {
-      kernels::MatmulJob j;
-      j.w = w.shared.down;
-      j.x = sh_h.data();
-      j.n_tok = n;
-      j.y = sh.data();
-      jobs.push_back(j);
-    }
+    if (g0 == 0 && w.has_shared) jobs.push_back({.w = w.shared.down, .x = sh_h.data(), .n_tok = n, .y = sh.data()});
     b.mm.batch(jobs);
     for (size_t i = g0; i < g1; ++i) {
       const int32_t e = active[i];

@@ -8,17 +8,6 @@ namespace k3::store {
 
 namespace {
 
-uint64_t mem_total() {
-  std::ifstream f("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0;
-  while (f >> key >> kib) {
-    if (key == "MemTotal:") return kib * 1024;
-    f.ignore(256, '\n');
-  }
-  return 0;
-}
-
 // A limit file's value; 0 for "max", a huge "no limit" number, or no file.
 uint64_t read_limit(const std::string& path) {
   std::ifstream f(path);
@@ -32,7 +21,20 @@ uint64_t read_limit(const std::string& path) {
   }
 }
 
-uint64_t cgroup_limit() {
+}  // namespace
+
+uint64_t proc_kib_field(const char* path, const std::string& key) {
+  std::ifstream f(path);
+  std::string k;
+  uint64_t kib = 0;
+  while (f >> k) {
+    if (k == key + ":" && f >> kib) return kib * 1024;
+    f.ignore(1 << 20, '\n');
+  }
+  return 0;
+}
+
+uint64_t cgroup_memory_limit() {
   std::ifstream f("/proc/self/cgroup");
   std::string line;
   uint64_t best = 0;
@@ -52,10 +54,8 @@ uint64_t cgroup_limit() {
   return best;
 }
 
-}  // namespace
-
 uint64_t process_memory_limit(std::string* where) {
-  const uint64_t ram = mem_total(), cg = cgroup_limit();
+  const uint64_t ram = proc_kib_field("/proc/meminfo", "MemTotal"), cg = cgroup_memory_limit();
   const bool by_cgroup = cg && (!ram || cg < ram);
   if (where) *where = by_cgroup ? "cgroup memory limit" : "RAM";
   return by_cgroup ? cg : ram;

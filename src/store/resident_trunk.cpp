@@ -26,18 +26,6 @@ constexpr uint64_t kHuge = uint64_t{2} << 20;
 
 uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
-// A "Key:  123 kB" line of a /proc file, in bytes (0 when absent).
-uint64_t proc_kb(const char* path, const std::string& key) {
-  std::ifstream f(path);
-  std::string k;
-  uint64_t v = 0;
-  while (f >> k) {
-    if (k == key + ":" && f >> v) return v * 1024;
-    f.ignore(1 << 20, '\n');
-  }
-  return 0;
-}
-
 // One contiguous stretch of the mapping that holds trunk matrices, and where its copy is.
 struct Run {
   const uint8_t* lo;
@@ -90,10 +78,8 @@ ResidentTrunk make_resident_trunk(model::Model& m, uint64_t min_bytes, bool budg
     r.skipped = fmt::format("the trunk ({}) is under {}", format_size(total), format_size(min_bytes));
     return r;
   }
-  uint64_t avail = proc_kb("/proc/meminfo", "MemAvailable");
-  std::string where;
-  const uint64_t limit = process_memory_limit(&where);
-  if (where != "RAM" && limit) avail = std::min(avail, limit);
+  uint64_t avail = proc_kib_field("/proc/meminfo", "MemAvailable");
+  if (const uint64_t cg = cgroup_memory_limit()) avail = std::min(avail, cg);
   if (!budgeted && total > avail / 2) {
     r.skipped = fmt::format("the trunk ({}) is more than half the memory available ({})", format_size(total),
                             format_size(avail));
@@ -103,7 +89,7 @@ ResidentTrunk make_resident_trunk(model::Model& m, uint64_t min_bytes, bool budg
   for (const gguf::Shard& sh : m.gguf().shards()) file_bytes += sh.file_size;
 
   const auto t0 = std::chrono::steady_clock::now();
-  const uint64_t huge_before = proc_kb("/proc/self/smaps_rollup", "AnonHugePages");
+  const uint64_t huge_before = proc_kib_field("/proc/self/smaps_rollup", "AnonHugePages");
   // Over-allocate by one huge page so the arena can start on a 2 MiB boundary.
   const uint64_t span = round_up(total, kHuge) + kHuge;
   void* raw = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -149,7 +135,7 @@ ResidentTrunk make_resident_trunk(model::Model& m, uint64_t min_bytes, bool budg
     return base + x.at + (p - x.lo);
   });
   r.bytes = total;
-  const uint64_t huge_after = proc_kb("/proc/self/smaps_rollup", "AnonHugePages");
+  const uint64_t huge_after = proc_kib_field("/proc/self/smaps_rollup", "AnonHugePages");
   r.huge_bytes = huge_after > huge_before ? std::min(total, huge_after - huge_before) : 0;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;

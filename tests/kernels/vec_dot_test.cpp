@@ -1,10 +1,12 @@
 // Fast dot products: SIMD kernels against their scalar twins (every type, 1..4 tokens), and
 // the scalar twins against dequantize + float64 dot within the activation-rounding bound.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/act_quant.h"
@@ -98,6 +100,17 @@ TEST_P(VecDot, ScalarTwinMatchesDequantizedDot) {
   }
 }
 
+// Two builds of one dot kernel give the same floats, bit for bit, for every token count.
+void expect_same_bits(const Case& c, int64_t n, DotFn base, DotFn other, const std::string& what) {
+  for (int nt = 1; nt <= kMaxDotTokens; ++nt) {
+    float a[kMaxDotTokens], b[kMaxDotTokens];
+    base(n, c.w.data(), c.act.data(), c.act_stride, nt, a);
+    other(n, c.w.data(), c.act.data(), c.act_stride, nt, b);
+    EXPECT_EQ(std::memcmp(a, b, sizeof(float) * static_cast<size_t>(nt)), 0)
+        << what << " n=" << n << " nt=" << nt << ": " << a[0] << " vs " << b[0];
+  }
+}
+
 // The AVX-VNNI builds (chosen at run time where the CPU has them) give the AVX2 kernels'
 // results bit for bit, for every token count.
 TEST(VecDotVnni, EqualsAvx2BitForBit) {
@@ -112,13 +125,7 @@ TEST(VecDotVnni, EqualsAvx2BitForBit) {
     ASSERT_NE(k, nullptr);
     for (int64_t n : {32, 96, 2816}) {
       const Case c = make_case(*k, n, 5u + static_cast<uint32_t>(n));
-      for (int nt = 1; nt <= kMaxDotTokens; ++nt) {
-        float a[kMaxDotTokens], b[kMaxDotTokens];
-        p.avx2(n, c.w.data(), c.act.data(), c.act_stride, nt, a);
-        p.vnni(n, c.w.data(), c.act.data(), c.act_stride, nt, b);
-        EXPECT_EQ(std::memcmp(a, b, sizeof(float) * static_cast<size_t>(nt)), 0)
-            << quant::type_name(p.type) << " n=" << n << " nt=" << nt;
-      }
+      expect_same_bits(c, n, p.avx2, p.vnni, quant::type_name(p.type));
     }
   }
 }
@@ -141,13 +148,10 @@ TEST(VecDotAvx512, SuperBlockTypesEqualAvx2BitForBit) {
     for (int64_t n : {256, 1024, 7168}) {
       for (uint32_t rep = 0; rep < 4; ++rep) {
         const Case c = make_case(*k, n, 17u * rep + static_cast<uint32_t>(n));
+        expect_same_bits(c, n, p.avx2, p.avx512, fmt::format("{} rep={}", quant::type_name(p.type), rep));
         for (int nt = 1; nt <= kMaxDotTokens; ++nt) {
-          float a[kMaxDotTokens], b[kMaxDotTokens];
-          p.avx2(n, c.w.data(), c.act.data(), c.act_stride, nt, a);
+          float b[kMaxDotTokens];
           p.avx512(n, c.w.data(), c.act.data(), c.act_stride, nt, b);
-          EXPECT_EQ(std::memcmp(a, b, sizeof(float) * static_cast<size_t>(nt)), 0)
-              << quant::type_name(p.type) << " n=" << n << " nt=" << nt << " rep=" << rep << ": "
-              << a[0] << " vs " << b[0];
           for (int t = 0; t < nt; ++t) {
             const float ref = k->dot_scalar(n, c.w.data(), c.act.data() + t * c.act_stride);
             EXPECT_NEAR(b[t], ref, 2e-6 * magnitude(c.wf, c.x[t]) + 1e-30)
@@ -174,18 +178,9 @@ TEST(VecDotAvx512, Mxfp4EqualsAvx2BitForBit) {
       // e8m0_half, which the AVX-512 kernel reads from a table).
       if (rep == 3)
         for (size_t b = 0; b < c.w.size() / 17; ++b) c.w[b * 17] = static_cast<uint8_t>(b % 4);
-      for (int nt = 1; nt <= kMaxDotTokens; ++nt) {
-        float a[kMaxDotTokens], b[kMaxDotTokens];
-        impl::dot_mxfp4(n, c.w.data(), c.act.data(), c.act_stride, nt, a);
-        impl::dot_mxfp4_avx512(n, c.w.data(), c.act.data(), c.act_stride, nt, b);
-        EXPECT_EQ(std::memcmp(a, b, sizeof(float) * static_cast<size_t>(nt)), 0)
-            << "n=" << n << " nt=" << nt << " rep=" << rep << ": " << a[0] << " vs " << b[0];
-        if (impl::cpu_has_avx_vnni()) {
-          impl::dot_mxfp4_vnni(n, c.w.data(), c.act.data(), c.act_stride, nt, a);
-          EXPECT_EQ(std::memcmp(a, b, sizeof(float) * static_cast<size_t>(nt)), 0)
-              << "vnni n=" << n << " nt=" << nt << " rep=" << rep;
-        }
-      }
+      expect_same_bits(c, n, impl::dot_mxfp4, impl::dot_mxfp4_avx512, fmt::format("avx2 rep={}", rep));
+      if (impl::cpu_has_avx_vnni())
+        expect_same_bits(c, n, impl::dot_mxfp4_vnni, impl::dot_mxfp4_avx512, fmt::format("vnni rep={}", rep));
     }
   }
 }
