@@ -7,6 +7,9 @@
 // thread's reads one stream (a matrix-vector product handed out chunk by chunk in claim
 // order made each thread jump every chunk: 8 chunks per thread streamed at 70-80 % of the
 // bandwidth of 1 per thread), while stealing still covers a preempted or sleeping thread.
+// Within a run the chunks halve in size (1/2, 1/4, ... of the run, the last two equal), so
+// what is left to steal near the end is small: with equal chunks, a thread that was slower
+// than the other left it waiting for up to a whole chunk.
 // The caller waits (spin, then sleep) until every chunk is finished.
 #include "core/thread_pool.h"
 
@@ -73,15 +76,15 @@ struct ThreadPool::Impl {
   // Job description, written before the state is published (release) and read only after the
   // new generation is seen (acquire).
   const RangeFn* fn = nullptr;
-  int64_t n = 0;
   int count = 0;
+  std::vector<int64_t> bounds;  // chunk c covers [bounds[c], bounds[c + 1])
 
   static uint32_t gen_of(uint64_t s) { return static_cast<uint32_t>(s >> 32); }
   static int front_of(uint64_t s) { return static_cast<int>((s >> 16) & 0xFFFF); }
   static int back_of(uint64_t s) { return static_cast<int>(s & 0xFFFF); }
 
   void run_chunk(int c, int thread) {
-    const int64_t begin = n * c / count, end = n * (c + 1) / count;
+    const int64_t begin = bounds[static_cast<size_t>(c)], end = bounds[static_cast<size_t>(c) + 1];
     if (begin < end) (*fn)(begin, end, thread);
     if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == count) {
       std::lock_guard<std::mutex> lk(done_mu);  // orders with the caller's predicate check
@@ -133,9 +136,30 @@ struct ThreadPool::Impl {
     }
   }
 
-  // Publishes a job of `chunks` chunks (0 for the stop signal), split into one contiguous run
-  // per thread; returns its generation.
-  uint32_t publish(int chunks) {
+  // Cuts [0, n) into `n_cut` runs (threads from n_cut on get an empty one) and each run into
+  // up to `per_run` chunks of halving size, none shorter than `grain` (fewer chunks where the
+  // run is too short for that). Fills `bounds` and first[t] .. first[t + 1], the chunks of
+  // thread t's run; returns the chunk count.
+  int cut(int64_t n, int n_cut, int64_t grain, int per_run, std::vector<int>& first) {
+    bounds.assign(1, 0);
+    first.assign(static_cast<size_t>(n_runs) + 1, 0);
+    for (int t = 0; t < n_runs; ++t) {
+      if (t < n_cut) {
+        const int64_t e = n * (t + 1) / n_cut, len = e - n * t / n_cut;
+        int c = per_run;
+        while (c > 1 && (len >> (c - 1)) < grain) --c;
+        // Chunk i (< c - 1) ends where len·2^-(i+1) of the run is left; the last ends it.
+        for (int i = 0; i + 1 < c; ++i) bounds.push_back(e - (len >> (i + 1)));
+        bounds.push_back(e);
+      }
+      first[static_cast<size_t>(t) + 1] = static_cast<int>(bounds.size()) - 1;
+    }
+    return static_cast<int>(bounds.size()) - 1;
+  }
+
+  // Publishes a job already cut into runs (thread t's chunks are first[t] .. first[t + 1];
+  // an empty `first` is the stop signal); returns its generation.
+  uint32_t publish(int chunks, const std::vector<int>& first) {
     uint32_t gen;
     {
       // Under the mutex so a worker between its predicate check and its wait cannot miss it.
@@ -143,8 +167,8 @@ struct ThreadPool::Impl {
       gen = gen_of(state.load(std::memory_order_relaxed)) + 1;
       count = chunks;
       for (int t = 0; t < n_runs; ++t) {
-        const uint64_t b = static_cast<uint64_t>(chunks) * t / n_runs;
-        const uint64_t e = static_cast<uint64_t>(chunks) * (t + 1) / n_runs;
+        const uint64_t b = first.empty() ? 0 : static_cast<uint64_t>(first[static_cast<size_t>(t)]);
+        const uint64_t e = first.empty() ? 0 : static_cast<uint64_t>(first[static_cast<size_t>(t) + 1]);
         runs[t].w.store(static_cast<uint64_t>(gen) << 32 | b << 16 | e, std::memory_order_relaxed);
       }
       state.store(static_cast<uint64_t>(gen) << 32 | static_cast<uint64_t>(chunks), std::memory_order_release);
@@ -163,25 +187,26 @@ ThreadPool::ThreadPool(int n_threads) : impl_(std::make_unique<Impl>()) {
 
 ThreadPool::~ThreadPool() {
   impl_->stop.store(true, std::memory_order_release);
-  impl_->publish(0);
+  impl_->publish(0, {});
   for (auto& t : impl_->workers) t.join();
 }
 
 void ThreadPool::parallel_for(int64_t n, const RangeFn& fn, int64_t grain, int chunks_per_thread) {
   if (n <= 0) return;
-  const int64_t max_chunks = std::max<int64_t>(1, n / std::max<int64_t>(1, grain));
-  const int64_t want = n_threads_ > 1 ? int64_t{n_threads_} * std::clamp(chunks_per_thread, 1, 64) : 1;
-  const int chunks = static_cast<int>(std::min<int64_t>({want, max_chunks, 0xFFFF}));
+  grain = std::max<int64_t>(1, grain);
   bool expected = false;
-  if (chunks <= 1 || !impl_->busy.compare_exchange_strong(expected, true)) {
+  if (n_threads_ < 2 || n < 2 * grain || !impl_->busy.compare_exchange_strong(expected, true)) {
     fn(0, n, 0);  // serial: tiny job, or a nested/concurrent call
     return;
   }
   Impl& s = *impl_;
+  // Fewer runs than threads when n is short: every run at least one grain.
+  thread_local std::vector<int> first;
+  const int runs = static_cast<int>(std::min<int64_t>(n_threads_, n / grain));
+  const int chunks = s.cut(n, runs, grain, std::clamp(chunks_per_thread, 1, std::min(16, 0xFFFF / runs)), first);
   s.fn = &fn;
-  s.n = n;
   s.done.store(0, std::memory_order_relaxed);
-  const uint32_t gen = s.publish(chunks);
+  const uint32_t gen = s.publish(chunks, first);
   s.run_chunks(gen, 0);
   auto finished = [&] { return s.done.load(std::memory_order_acquire) == chunks; };
   if (!spin_until(finished)) {

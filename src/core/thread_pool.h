@@ -1,11 +1,11 @@
 // core/thread_pool: a persistent pool of worker threads for data-parallel loops.
 // Contract: parallel_for(n, fn) calls fn(begin, end, thread_index) over disjoint ranges that
-// cover [0, n) (at most size()·chunks_per_thread ranges, each at least `grain` long when there
-// are several) and
-// returns when all are done; the calling thread takes part. thread_index (0 = the caller,
-// < size()) names the thread running the range; one thread may run several ranges, one
-// after another, if another thread is slow to start. Nested calls from inside fn run
-// serially. size() counts the caller.
+// cover [0, n) and returns when all are done; the calling thread takes part. [0, n) is cut
+// into one run per thread (equal lengths), each run into at most chunks_per_thread ranges of
+// halving length (1/2, 1/4, ... of the run, the last two equal), each at least `grain` long
+// when there are several. thread_index (0 = the caller, < size()) names the thread running
+// the range; one thread may run several ranges, one after another, if another thread is slow
+// to start. Nested calls from inside fn run serially. size() counts the caller.
 #pragma once
 
 #include <cstdint>

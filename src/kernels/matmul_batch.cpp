@@ -16,6 +16,9 @@ namespace k3::kernels {
 
 namespace {
 
+constexpr int64_t kUnitsPerGrain = 4;
+constexpr int64_t kMaxUnits = 1 << 14;
+
 struct Prepared {
   const MatmulJob* job;
   const DotKernel* k;
@@ -125,28 +128,26 @@ void matmul_batch(std::span<const MatmulJob> jobs, ThreadPool* pool) {
     cost += p.cost_per_row * static_cast<double>(j.w.rows);
   }
 
-  // Slice the concatenated rows: part i covers cost [i·C/n, (i+1)·C/n), rounded to rows.
-  const int n_parts =
-      pool && pool->size() > 1
-          ? static_cast<int>(std::clamp<double>(cost / kMinDecodeBytes, 1, pool->size() * kChunksPerThread))
-          : 1;
-  auto row_at = [&](const Prepared& p, double c) {
-    const double r = (c - p.cost_begin) / p.cost_per_row;
+  // The concatenated rows as units of equal estimated time (a few KiB of Q8_0 each); the pool
+  // cuts the units into per-thread runs of halving chunks, at least kMinDecodeBytes each, and
+  // a range of units runs the rows whose cost falls in it.
+  const double unit_cost = static_cast<double>(kMinDecodeBytes) / kUnitsPerGrain;
+  const int64_t n_units =
+      pool && pool->size() > 1 ? std::clamp<int64_t>(static_cast<int64_t>(cost / unit_cost), 1, kMaxUnits) : 1;
+  auto row_at = [&](const Prepared& p, int64_t unit) {
+    if (unit >= n_units) return p.job->w.rows;
+    const double r = (cost * static_cast<double>(unit) / static_cast<double>(n_units) - p.cost_begin) / p.cost_per_row;
     return std::clamp<int64_t>(static_cast<int64_t>(r + 0.5), 0, p.job->w.rows);
   };
-  auto run_part = [&](int64_t i0, int64_t i1, int) {
-    for (int64_t part = i0; part < i1; ++part) {
-      const double c0 = cost * static_cast<double>(part) / n_parts;
-      const double c1 = cost * static_cast<double>(part + 1) / n_parts;
-      for (const Prepared& p : fast) {
-        const int64_t r0 = part == 0 ? 0 : row_at(p, c0);
-        const int64_t r1 = part + 1 == n_parts ? p.job->w.rows : row_at(p, c1);
-        if (r0 < r1) run_rows(p.task, r0, r1);
-      }
+  auto run_units = [&](int64_t u0, int64_t u1, int) {
+    for (const Prepared& p : fast) {
+      const int64_t r0 = u0 == 0 ? 0 : row_at(p, u0), r1 = row_at(p, u1);
+      if (r0 < r1) run_rows(p.task, r0, r1);
     }
   };
-  if (n_parts > 1) pool->parallel_for(n_parts, run_part, 1, kChunksPerThread);
-  else run_part(0, 1, 0);
+  const int64_t grain = std::min<int64_t>(kUnitsPerGrain, std::max<int64_t>(1, n_units / 2));
+  if (n_units > 1) pool->parallel_for(n_units, run_units, grain, kChunksPerThread);
+  else run_units(0, 1, 0);
 }
 
 }  // namespace k3::kernels

@@ -4,7 +4,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
+#include <set>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -75,7 +78,8 @@ TEST(ThreadPool, ManyRapidDispatchesAndSleepingWorkers) {
 
 TEST(ThreadPool, FinerChunksCoverOnceAndRespectTheCap) {
   ThreadPool pool(2);
-  for (int cpt : {1, 4, 64}) {
+  // Runs of 500: halving chunks stop where the last would fall under the grain (500 >> 6 = 7).
+  for (auto [cpt, want] : {std::pair{1, 2}, {4, 8}, {64, 14}}) {
     std::vector<std::atomic<int>> hits(1000);
     std::atomic<int> ranges{0};
     pool.parallel_for(1000, [&](int64_t b, int64_t e, int th) {
@@ -85,20 +89,35 @@ TEST(ThreadPool, FinerChunksCoverOnceAndRespectTheCap) {
       for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
     }, 7, cpt);
     for (auto& h : hits) ASSERT_EQ(h.load(), 1) << "cpt=" << cpt;
-    EXPECT_EQ(ranges.load(), std::min(2 * cpt, 1000 / 7)) << "cpt=" << cpt;
+    EXPECT_EQ(ranges.load(), want) << "cpt=" << cpt;
   }
+}
+
+// Within each thread's run the chunks halve, so what is left to steal at the end is small.
+TEST(ThreadPool, ChunksHalveWithinEachRun) {
+  ThreadPool pool(2);
+  std::mutex mu;
+  std::set<std::pair<int64_t, int64_t>> got;
+  pool.parallel_for(1600, [&](int64_t b, int64_t e, int) {
+    std::lock_guard<std::mutex> lk(mu);
+    got.insert({b, e});
+  }, 1, 4);
+  const std::set<std::pair<int64_t, int64_t>> want{{0, 400},     {400, 600},   {600, 700},   {700, 800},
+                                                   {800, 1200},  {1200, 1400}, {1400, 1500}, {1500, 1600}};
+  EXPECT_EQ(got, want);
 }
 
 // Each thread owns a contiguous run of chunks and takes it front to back (one stream of
 // memory per thread); only what is left over is stolen, from the back of another run. So the
 // chunks a thread runs from its own run are that run's first chunks, in order, whatever the
-// timing: thread t's run is chunks [8t, 8t + 8) here.
+// timing: thread t's run is [800t, 800t + 800) here, cut at 400, 600, 700, ... of it.
 TEST(ThreadPool, EachThreadTakesItsOwnRunFrontToBack) {
   ThreadPool pool(2);
+  const std::vector<int64_t> starts{0, 400, 600, 700, 750, 775, 788, 794};
   for (int rep = 0; rep < 20; ++rep) {
     std::vector<std::vector<int64_t>> seen(2);
     pool.parallel_for(1600, [&](int64_t b, int64_t, int th) {
-      seen[static_cast<size_t>(th)].push_back(b / 100);
+      seen[static_cast<size_t>(th)].push_back(b);
       const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(rep % 2 ? 50 : 0);
       while (std::chrono::steady_clock::now() < until) {
       }
@@ -106,9 +125,9 @@ TEST(ThreadPool, EachThreadTakesItsOwnRunFrontToBack) {
     size_t total = 0;
     for (int th = 0; th < 2; ++th) {
       std::vector<int64_t> own;
-      for (int64_t c : seen[static_cast<size_t>(th)])
-        if (c / 8 == th) own.push_back(c);
-      for (size_t i = 0; i < own.size(); ++i) EXPECT_EQ(own[i], 8 * th + static_cast<int64_t>(i)) << "rep " << rep;
+      for (int64_t b : seen[static_cast<size_t>(th)])
+        if (b / 800 == th) own.push_back(b);
+      for (size_t i = 0; i < own.size(); ++i) EXPECT_EQ(own[i], 800 * th + starts[i]) << "rep " << rep;
       total += seen[static_cast<size_t>(th)].size();
     }
     EXPECT_EQ(total, 16u);
