@@ -12,8 +12,11 @@
 // L1: measured on a 2-vCPU Xeon VM (2026-12-03), two threads over 4.5 MB matrices went from
 // 19 GB/s (T0, 2 KiB ahead) to 21.5-22 GB/s (T1 or T2, 4 KiB ahead; 2 and 16 KiB a little
 // less), one thread over 1 GiB from 10.5 to 12.1 GB/s; without any prefetch the same host
-// gave 14 GB/s on two threads. Earlier hosts gained nothing and lost nothing.
-constexpr int kPfDist = 4096;
+// gave 14 GB/s on two threads. Earlier hosts gained nothing and lost nothing. With four FMA
+// chains per row (below) 3 KiB ahead beat 4 KiB: one thread over 1 GiB 13.5 -> 14.5 GB/s, two
+// threads 26-27 -> 29 GB/s, 4.5 MB product chains +4 %, bench-m tg +3 % (2.5 KiB the same,
+// 2 KiB less).
+constexpr int kPfDist = 3072;
 
 // Independent FMA chains per token: two where several tokens share the loop, four for decode.
 // One token streams its row from memory; with two chains the loop-carried FMA latency held
