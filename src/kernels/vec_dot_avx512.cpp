@@ -277,9 +277,9 @@ void iq1_m_1(int64_t n, const void* w, const void* act, float* out) {
 //   signed bytes: Σ₄ w·a = Σ₄ u·a − 12·Σ₄ a, the init −12·Σ₄ a coming from the activations
 //   alone (shared by the rows of a group). Each int32 lane is the exact sum the AVX2 kernel
 //   forms for the same four weights, so lane j of block b is the same integer.
-// Float part, per block and row, exactly the AVX2 loop's steps: acc = fmadd(cvt(8 lanes),
-// set1(d_w·d_a), acc) with one 8-lane accumulator, then simd::hsum. That fmadd chain (4-cycle
-// latency per block) is what bounds one row; a group of rows runs independent chains.
+// Float part, per block and row, exactly the AVX2 loop's steps: acc[b % 4] = fmadd(cvt(8
+// lanes), set1(d_w·d_a), acc[b % 4]) in four 8-lane chains, then (acc0 + acc2) + (acc1 +
+// acc3) and simd::hsum. One chain (4-cycle latency per block) bounded a row.
 alignas(64) constexpr uint8_t kMxfp4Arrange[64] = {
     1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 1,  2,  3,  4,  5,  6,
     7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29,
@@ -347,24 +347,41 @@ void mxfp4_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* 
       _mm512_maskz_broadcast_i32x4(0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kValuesFp4))),
       _mm512_set1_epi8(12));
   const size_t pf = prefetch_distance<R>(rs);
-  __m256 acc[R];
-  K3_UNROLL for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  __m256 acc[R][4];
+  K3_UNROLL for (int r = 0; r < R; ++r) K3_UNROLL for (int c = 0; c < 4; ++c) acc[r][c] = _mm256_setzero_ps();
   const int64_t nb = n / 32;
-  auto pair = [&]<bool kFull, bool kTwo>(int64_t b) {
+  // Blocks b and b + 1 (b even) into chains kSlot and kSlot + 1, kSlot = b % 4.
+  auto pair = [&]<bool kFull, bool kTwo, int kSlot>(int64_t b) {
     const Q80Pair a = load_q80_pair<kTwo>(y + b);
     K3_UNROLL for (int r = 0; r < R; ++r) {
       const blk::MXFP4* xb = x[r] + b;
       if constexpr (kFull) prefetch_at(xb, pf);
       const __m512i s = mxfp4_pair_sums<kFull, kTwo>(xb, a, arrange, table);
-      acc[r] = mxfp4_fma(acc[r], _mm512_castsi512_si256(s), xb[0].e, y[b].d);
-      if constexpr (kTwo) acc[r] = mxfp4_fma(acc[r], _mm512_extracti64x4_epi64(s, 1), xb[1].e, y[b + 1].d);
+      acc[r][kSlot] = mxfp4_fma(acc[r][kSlot], _mm512_castsi512_si256(s), xb[0].e, y[b].d);
+      if constexpr (kTwo)
+        acc[r][kSlot + 1] = mxfp4_fma(acc[r][kSlot + 1], _mm512_extracti64x4_epi64(s, 1), xb[1].e, y[b + 1].d);
     }
   };
+  // Where the 64-byte load stays inside the row (b + 4 ≤ nb), two pairs per step.
   int64_t b = 0;
-  for (; b + 4 <= nb; b += 2) pair.template operator()<true, true>(b);
-  for (; b + 2 <= nb; b += 2) pair.template operator()<false, true>(b);
-  if (b < nb) pair.template operator()<false, false>(b);
-  K3_UNROLL for (int r = 0; r < R; ++r) out[r] = simd::hsum(acc[r]);
+  for (; b + 6 <= nb; b += 4) {
+    pair.template operator()<true, true, 0>(b);
+    pair.template operator()<true, true, 2>(b + 2);
+  }
+  if (b + 4 <= nb) {
+    pair.template operator()<true, true, 0>(b);
+    b += 2;
+  }
+  for (; b + 2 <= nb; b += 2) {
+    if (b & 2) pair.template operator()<false, true, 2>(b);
+    else pair.template operator()<false, true, 0>(b);
+  }
+  if (b < nb) {
+    if (b & 2) pair.template operator()<false, false, 2>(b);
+    else pair.template operator()<false, false, 0>(b);
+  }
+  K3_UNROLL for (int r = 0; r < R; ++r)
+    out[r] = simd::hsum(_mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][2]), _mm256_add_ps(acc[r][1], acc[r][3])));
 }
 
 void mxfp4_1(int64_t n, const void* w, const void* act, float* out) {
