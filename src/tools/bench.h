@@ -103,6 +103,9 @@ struct BenchResult {
   int64_t n_ubatch = 0;
   int reps = 0;
   MemBw membw;                  // bytes_per_s == 0 when not measured
+  // When measured in this run: the figures before and after the tests; membw.bytes_per_s is
+  // their mean (the host's bandwidth drifts; the tests ran between the two). 0 from the cache.
+  double mem_bw_before = 0, mem_bw_after = 0;
   std::vector<BenchTest> tests;
   std::string memory_mode = "mmap";  // or the store's description
   uint64_t ram_budget = 0;           // with --ram-budget (UINT64_MAX: unlimited)
