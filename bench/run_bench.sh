@@ -89,7 +89,9 @@ if tg and bw > 0:
 else:
     tgc = "-"
 ppc = f'{pp["weight_bytes_per_s"] / 1e9:.2f} GB/s ({100 * pp["bandwidth_fraction"]:.1f}% of bw)' if pp else "-"
-print(f'| {m["cpu"]}, {nth} threads, {bw / 1e9:.2f} GB/s measured | {commit} | {date} '
+b0, b1 = m.get("mem_bw_before_bytes_per_s", 0), m.get("mem_bw_after_bytes_per_s", 0)
+bws = f'{bw / 1e9:.2f} GB/s measured' + (f' ({b0 / 1e9:.2f} before, {b1 / 1e9:.2f} after)' if b0 > 0 and b1 > 0 else '')
+print(f'| {m["cpu"]}, {nth} threads, {bws} | {commit} | {date} '
       f'| {pp["name"] if pp else "-"}: {ts(pp)} | {tg["name"] if tg else "-"}: {ts(tg)} '
       f'| {tgc} | {ppc} | {per_tok / 2**20:.1f} MiB | {lb} → {la} | {prof} |')
 PY
