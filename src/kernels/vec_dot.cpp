@@ -48,7 +48,8 @@ const DotKernel kKernels[] = {
     {Type::IQ2_XXS, A::Q8_K, pick_avx512(impl::dot_iq2_xxs, impl::dot_iq2_xxs_avx512), impl::dot_iq2_xxs_scalar,
      pick_avx512(impl::dot_rows_iq2_xxs, impl::dot_rows_iq2_xxs_avx512)},
     {Type::IQ2_XS, A::Q8_K, impl::dot_iq2_xs, impl::dot_iq2_xs_scalar},
-    {Type::IQ1_S, A::Q8_K, impl::dot_iq1_s, impl::dot_iq1_s_scalar},
+    {Type::IQ1_S, A::Q8_K, pick_avx512(impl::dot_iq1_s, impl::dot_iq1_s_avx512), impl::dot_iq1_s_scalar,
+     pick_avx512<DotRowsFn>(nullptr, impl::dot_rows_iq1_s_avx512)},
     {Type::IQ1_M, A::Q8_K, pick_avx512(impl::dot_iq1_m, impl::dot_iq1_m_avx512), impl::dot_iq1_m_scalar,
      pick_avx512(impl::dot_rows_iq1_m, impl::dot_rows_iq1_m_avx512)},
 };

@@ -1,5 +1,5 @@
 // AVX-512 builds of the one-token (decode) dot products of the expert weight types IQ2_XXS,
-// IQ1_M, MXFP4 and Q3_K, and their multi-row forms, where the AVX2 kernels are bound by uops,
+// IQ1_M, IQ1_S, MXFP4 and Q3_K, and their multi-row forms, where the AVX2 kernels are bound by uops,
 // not by memory (each section below says what it saves). For the IQ types each 32-weight
 // group there costs four broadcast loads and three blends per table, plus psignb, maddubs and
 // madd.
@@ -11,6 +11,7 @@
 //   ±1 bytes exactly (0 − a wraps −128 to −128 as psignb does; Q8_K never holds −128 anyway).
 // - IQ1_M: the 32 table indices are assembled once per super-block in one register
 //   (vpermb + vpmultishiftqb) and zero-extended to the gather's qword lanes with one vpermw.
+//   IQ1_S builds the same index and scale registers from its own layout and shares the rest.
 // - madd + add is one vpdpwssd (exact, wrapping int32 like the pair it replaces).
 // Measured on a Sapphire-Rapids-class core: a zmm gather occupies ports 0 and 5 for about
 // three cycles, and 512-bit uops only run there, so the loops are bound by port-0/5 uops
@@ -187,23 +188,11 @@ inline Q8KRegs load_q8k(const BlockQ8KA& y) {
   return a;
 }
 
-// Per-super-block work kept to few port-0/5 uops (see the top): pure-load broadcasts, one
-// multishift per unpacking, a dword-masked load (byte masks cost an extra uop).
-template <bool kLast>
-inline __m256 iq1_m_block(const blk::IQ1_M& x, const Q8KRegs& y, const long long* grid, __m256 acc,
-                          const __m512i (&gsel)[4], const __m512i (&lsel)[4]) {
-  const __m512i gather_bytes = _mm512_load_si512(kIq1mGatherBytes.v);
-  const __m512i nibble_shift = _mm512_set1_epi64(kIq1mNibbleShift);
-  const __m256i scale_shift = _mm256_load_si256(reinterpret_cast<const __m256i*>(kIq1mScaleShift.v));
-  // 56-byte block: only the row's last one needs the mask (to stay inside the row).
-  const __m512i bytes = kLast ? _mm512_maskz_loadu_epi32(0x3FFF, &x) : _mm512_loadu_si512(&x);
-  const __m512i idx = _mm512_and_si512(
-      _mm512_multishift_epi64_epi8(nibble_shift, _mm512_permutexvar_epi8(gather_bytes, bytes)),
-      _mm512_set1_epi16(0x0FFF));
-  const __m256i sc = _mm256_castpd_si256(_mm256_broadcast_sd(reinterpret_cast<const double*>(x.scales)));
-  // (f2 & 14) | 1 in one ternary op
-  const __m256i ls = _mm256_ternarylogic_epi32(_mm256_multishift_epi64_epi8(scale_shift, sc),
-                                               _mm256_set1_epi16(14), _mm256_set1_epi16(1), 0xEA);
+// The part both IQ1 formats share, per super-block and row: the 32 table indices (int16 lane g:
+// grid index | delta sign << 11, into the offset grid), the 16 sub-block scales 2s+1 (int16
+// lanes in bsums order) and the super-block scale d. Few port-0/5 uops (see the top).
+inline __m256 iq1_block(__m512i idx, __m256i ls, float d, const Q8KRegs& y, const long long* grid, __m256 acc,
+                        const __m512i (&gsel)[4], const __m512i (&lsel)[4]) {
   // −9·Σ ls·bsum: the AVX2 kernel's 0 − madd(9·ls, bsums), as the same exact integers. The
   // opaque constant keeps GCC from turning the one multiply into shift, add and negate.
   __m256i minus9 = _mm256_set1_epi16(-9);
@@ -223,19 +212,82 @@ inline __m256 iq1_m_block(const blk::IQ1_M& x, const Q8KRegs& y, const long long
   s1 = _mm512_dpwssd_epi32(s1, prod[3], _mm512_permutexvar_epi16(lsel[3], ls512));
   const __m512i s = _mm512_add_epi32(s0, s1);
   const __m256i sumi = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
-  // blk::iq1m_d's nibble assembly in one pext (the f16 bits are the scale words' top nibbles)
-  uint64_t sc64;
-  std::memcpy(&sc64, x.scales, 8);
-  const float d = blk::f16(static_cast<uint16_t>(_pext_u64(sc64, 0xF000F000F000F000ull)));
   return _mm256_fmadd_ps(_mm256_set1_ps(d * y.d), _mm256_cvtepi32_ps(sumi), acc);
 }
 
+// IQ1_M unpacking: pure-load broadcasts, one multishift per field, a dword-masked load (byte
+// masks cost an extra uop).
+struct Iq1m {
+  using Block = blk::IQ1_M;
+  template <bool kLast>
+  static __m256 block(const Block& x, const Q8KRegs& y, const long long* grid, __m256 acc,
+                      const __m512i (&gsel)[4], const __m512i (&lsel)[4]) {
+    const __m512i gather_bytes = _mm512_load_si512(kIq1mGatherBytes.v);
+    const __m512i nibble_shift = _mm512_set1_epi64(kIq1mNibbleShift);
+    const __m256i scale_shift = _mm256_load_si256(reinterpret_cast<const __m256i*>(kIq1mScaleShift.v));
+    // 56-byte block: only the row's last one needs the mask (to stay inside the row).
+    const __m512i bytes = kLast ? _mm512_maskz_loadu_epi32(0x3FFF, &x) : _mm512_loadu_si512(&x);
+    const __m512i idx = _mm512_and_si512(
+        _mm512_multishift_epi64_epi8(nibble_shift, _mm512_permutexvar_epi8(gather_bytes, bytes)),
+        _mm512_set1_epi16(0x0FFF));
+    const __m256i sc = _mm256_castpd_si256(_mm256_broadcast_sd(reinterpret_cast<const double*>(x.scales)));
+    // (f2 & 14) | 1 in one ternary op
+    const __m256i ls = _mm256_ternarylogic_epi32(_mm256_multishift_epi64_epi8(scale_shift, sc),
+                                                 _mm256_set1_epi16(14), _mm256_set1_epi16(1), 0xEA);
+    // blk::iq1m_d's nibble assembly in one pext (the f16 bits are the scale words' top nibbles)
+    uint64_t sc64;
+    std::memcpy(&sc64, x.scales, 8);
+    const float d = blk::f16(static_cast<uint16_t>(_pext_u64(sc64, 0xF000F000F000F000ull)));
+    return iq1_block(idx, ls, d, y, grid, acc, gsel, lsel);
+  }
+};
+
+// IQ1_S (50 bytes: d, qs[32], qh[8]): index g = qs[g] | bits 3(g%4)..+2 of qh[g/4] << 8 |
+// bit 15 of qh[g/4] << 11; the scale of sub-block j (16 weights) is bits 12..14 of qh[j/2].
+// vpermb controls: qs byte g into int16 lane g; qh word g/4 into lane g; qh word j/2 into lane j.
+constexpr Bytes64 make_iq1s_bytes(int kind) {
+  Bytes64 r{};
+  for (int g = 0; g < 32; ++g) {
+    const int word = kind == 1 ? g / 4 : g / 2;
+    r.v[2 * g] = static_cast<uint8_t>(kind == 0 ? 2 + g : 34 + 2 * word);
+    r.v[2 * g + 1] = static_cast<uint8_t>(kind == 0 ? 0 : 35 + 2 * word);
+  }
+  return r;
+}
+constexpr Bytes64 kIq1sQsBytes = make_iq1s_bytes(0), kIq1sQhBytes = make_iq1s_bytes(1),
+                  kIq1sScaleBytes = make_iq1s_bytes(2);
+
+struct Iq1s {
+  using Block = blk::IQ1_S;
+  template <bool kLast>
+  static __m256 block(const Block& x, const Q8KRegs& y, const long long* grid, __m256 acc,
+                      const __m512i (&gsel)[4], const __m512i (&lsel)[4]) {
+    // 50-byte block: only the row's last one needs the mask (25 words).
+    const __m512i bytes = kLast ? _mm512_maskz_loadu_epi16(0x1FFFFFF, &x) : _mm512_loadu_si512(&x);
+    const __m512i qs = _mm512_maskz_permutexvar_epi8(0x5555555555555555ull, _mm512_load_si512(kIq1sQsBytes.v), bytes);
+    const __m512i qh = _mm512_permutexvar_epi8(_mm512_load_si512(kIq1sQhBytes.v), bytes);
+    const __m512i shift = _mm512_set4_epi64(0x0009000600030000ll, 0x0009000600030000ll, 0x0009000600030000ll,
+                                            0x0009000600030000ll);
+    // bits 8..10: the group's three high index bits; bit 11: the delta sign (qh bit 15)
+    const __m512i hi = _mm512_slli_epi16(_mm512_srlv_epi16(qh, shift), 8);
+    const __m512i sign = _mm512_srli_epi16(qh, 4);
+    const __m512i high = _mm512_ternarylogic_epi32(_mm512_set1_epi16(0x0700), hi, sign, 0xCA);  // m ? hi : sign
+    const __m512i idx = _mm512_ternarylogic_epi32(high, _mm512_set1_epi16(0x0F00), qs, 0xEA);   // (high & m) | qs
+    const __m256i sw = _mm512_castsi512_si256(_mm512_permutexvar_epi8(_mm512_load_si512(kIq1sScaleBytes.v), bytes));
+    // 2·((w >> 12) & 7) + 1 = ((w >> 11) & 14) | 1 in one ternary op
+    const __m256i ls = _mm256_ternarylogic_epi32(_mm256_srli_epi16(sw, 11), _mm256_set1_epi16(14),
+                                                 _mm256_set1_epi16(1), 0xEA);
+    return iq1_block(idx, ls, blk::f16(x.d), y, grid, acc, gsel, lsel);
+  }
+};
+
 // R rows against one activation row; as for IQ2_XXS, R = 1 is the single-row kernel and each
 // row of a group takes exactly its steps.
-template <int R>
-void iq1_m_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* out) {
-  const blk::IQ1_M* x[R];
-  K3_UNROLL for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const blk::IQ1_M*>(w + r * rs);
+template <class F, int R>
+void iq1_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* out) {
+  using Block = typename F::Block;
+  const Block* x[R];
+  K3_UNROLL for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const Block*>(w + r * rs);
   const BlockQ8KA* y = static_cast<const BlockQ8KA*>(act);
   const long long* grid = reinterpret_cast<const long long*>(iq1_offset_grid());
   // Pair p = sub-blocks 4p..4p+3 (16 weights, 8 int16 maddubs lanes each).
@@ -252,18 +304,25 @@ void iq1_m_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* 
     const Q8KRegs a = load_q8k(y[b]);
     K3_UNROLL for (int r = 0; r < R; ++r) {
       prefetch_at(x[r] + b, pf);
-      acc[r] = iq1_m_block<false>(x[r][b], a, grid, acc[r], gsel, lsel);
+      acc[r] = F::template block<false>(x[r][b], a, grid, acc[r], gsel, lsel);
     }
   }
   if (nb > 0) {
     const Q8KRegs a = load_q8k(y[nb - 1]);
-    K3_UNROLL for (int r = 0; r < R; ++r) acc[r] = iq1_m_block<true>(x[r][nb - 1], a, grid, acc[r], gsel, lsel);
+    K3_UNROLL for (int r = 0; r < R; ++r) acc[r] = F::template block<true>(x[r][nb - 1], a, grid, acc[r], gsel, lsel);
   }
   K3_UNROLL for (int r = 0; r < R; ++r) out[r] = 0.125f * simd::hsum(acc[r]);
 }
 
+template <int R> constexpr auto iq1_m_rows = &iq1_rows<Iq1m, R>;
+template <int R> constexpr auto iq1_s_rows = &iq1_rows<Iq1s, R>;
+
 void iq1_m_1(int64_t n, const void* w, const void* act, float* out) {
   iq1_m_rows<1>(n, static_cast<const uint8_t*>(w), 0, act, out);
+}
+
+void iq1_s_1(int64_t n, const void* w, const void* act, float* out) {
+  iq1_s_rows<1>(n, static_cast<const uint8_t*>(w), 0, act, out);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -484,6 +543,16 @@ void dot_iq2_xxs_avx512(int64_t n, const void* w, const void* act, size_t act_st
 void dot_iq1_m_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out) {
   if (nt == 1) iq1_m_1(n, w, act, out);
   else dot_iq1_m(n, w, act, act_stride, nt, out);
+}
+
+void dot_iq1_s_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out) {
+  if (nt == 1) iq1_s_1(n, w, act, out);
+  else dot_iq1_s(n, w, act, act_stride, nt, out);
+}
+
+void dot_rows_iq1_s_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                           float* out) {
+  rows_by_group<kGroupRows, iq1_s_rows<kGroupRows>, iq1_s_rows<1>>(n, w, row_stride, n_rows, act, out);
 }
 
 void dot_mxfp4_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out) {
