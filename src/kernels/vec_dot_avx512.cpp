@@ -1,5 +1,5 @@
 // AVX-512 builds of the one-token (decode) dot products of the expert weight types IQ2_XXS,
-// IQ1_M, IQ1_S, MXFP4 and Q3_K, and their multi-row forms, where the AVX2 kernels are bound by uops,
+// IQ2_XS, IQ1_M, IQ1_S, MXFP4 and Q3_K, and their multi-row forms, where the AVX2 kernels are bound by uops,
 // not by memory (each section below says what it saves). For the IQ types each 32-weight
 // group there costs four broadcast loads and three blends per table, plus psignb, maddubs and
 // madd.
@@ -142,6 +142,93 @@ void iq2_xxs_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float
 
 void iq2_xxs_1(int64_t n, const void* w, const void* act, float* out) {
   iq2_xxs_rows<1>(n, static_cast<const uint8_t*>(w), 0, act, out);
+}
+
+// ---------------------------------------------------------------------------------------------
+// IQ2_XS (74 bytes: d, qs[32] u16 = 9-bit grid index | 7-bit sign index << 9, scales[8] = two
+// 4-bit scales per group, first 16 weights in the low nibble). As IQ2_XXS: one gather per 64
+// weights, the signs as k-masks through the ksigns table, and the per-16 scales 2s+1 in int16
+// lanes in sub-block order (nibble j at bits 4j), spread over each pair's lanes as for IQ1.
+
+// vpermb control: byte k ← the high byte of qs word k (its sign index is that byte >> 1).
+constexpr Bytes64 make_iq2xs_sign_bytes() {
+  Bytes64 r{};
+  for (int k = 0; k < 64; ++k) r.v[k] = static_cast<uint8_t>(2 * (k % 32) + 1);
+  return r;
+}
+constexpr Bytes64 kIq2xsSignBytes = make_iq2xs_sign_bytes();
+
+// vpmultishiftqb control for the 16 scales, one per int16 lane j: nibble j read one bit early,
+// so the low byte is 2·s + a stray bit, which the ternary op replaces by the +1.
+constexpr Bytes64 make_iq2xs_scale_shift() {
+  Bytes64 r{};
+  for (int j = 0; j < 16; ++j) r.v[2 * j] = static_cast<uint8_t>((4 * j + 63) % 64);
+  return r;
+}
+constexpr Bytes64 kIq2xsScaleShift = make_iq2xs_scale_shift();
+
+template <int R>
+void iq2_xs_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* out) {
+  const blk::IQ2_XS* x[R];
+  K3_UNROLL for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const blk::IQ2_XS*>(w + r * rs);
+  const BlockQ8KA* y = static_cast<const BlockQ8KA*>(act);
+  const long long* grid = reinterpret_cast<const long long*>(quant::kIq2xsGrid);
+  const __m512i ks_lo = _mm512_loadu_si512(quant::kKsignsIq2xs);
+  const __m512i ks_hi = _mm512_loadu_si512(quant::kKsignsIq2xs + 64);
+  const __m512i sign_bytes = _mm512_load_si512(kIq2xsSignBytes.v);
+  const __m256i scale_shift = _mm256_load_si256(reinterpret_cast<const __m256i*>(kIq2xsScaleShift.v));
+  const __m512i zero = _mm512_setzero_si512();
+  // Pair p = groups 2p, 2p+1 = qs words 8p..8p+7 and sub-blocks 4p..4p+3.
+  __m512i gsel[4], lsel[4];
+  K3_UNROLL for (int p = 0; p < 4; ++p) {
+    gsel[p] = qword_lanes_from_words(p);
+    lsel[p] = spread_words(4 * p, 1, 8);
+  }
+  const size_t pf = prefetch_distance<R>(rs);
+  __m256 acc[R];
+  K3_UNROLL for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / 256; ++b) {
+    __m512i a[4];
+    K3_UNROLL for (int p = 0; p < 4; ++p) a[p] = _mm512_loadu_si512(y[b].qs + 64 * p);
+    const float dy = y[b].d;
+    K3_UNROLL for (int r = 0; r < R; ++r) {
+      const blk::IQ2_XS& xb = x[r][b];
+      prefetch_at(&xb, pf);
+      const __m512i q = _mm512_loadu_si512(xb.qs);
+      const __m512i gidx = _mm512_and_si512(q, _mm512_set1_epi16(511));
+      // vpermt2b reads the low 7 bits: the word shift's stray bit lands in bit 7.
+      const __m512i sidx = _mm512_srli_epi16(_mm512_permutexvar_epi8(sign_bytes, q), 1);
+      // The masks go through memory, as for IQ2_XXS (one load uop per kmov).
+      alignas(32) __mmask64 neg[4];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(neg),
+                         _mm512_castsi512_si256(_mm512_permutex2var_epi8(ks_lo, sidx, ks_hi)));
+      asm("" : "+m"(neg));
+      const __m256i sc = _mm256_castpd_si256(_mm256_broadcast_sd(reinterpret_cast<const double*>(xb.scales)));
+      // (f2 & 30) | 1 in one ternary op
+      const __m256i ls = _mm256_ternarylogic_epi32(_mm256_multishift_epi64_epi8(scale_shift, sc),
+                                                   _mm256_set1_epi16(30), _mm256_set1_epi16(1), 0xEA);
+      const __m512i ls512 = _mm512_zextsi256_si512(ls);
+      __m512i prod[4];
+      K3_UNROLL for (int p = 0; p < 4; ++p) {
+        const __m512i gi = _mm512_maskz_permutexvar_epi16(0x11111111u, gsel[p], gidx);
+        const __m512i g = _mm512_i64gather_epi64(gi, grid, 8);
+        prod[p] = _mm512_maddubs_epi16(g, _mm512_mask_sub_epi8(a[p], _load_mask64(&neg[p]), zero, a[p]));
+      }
+      // two short chains instead of one of four multiply-adds
+      __m512i s0 = _mm512_madd_epi16(prod[0], _mm512_permutexvar_epi16(lsel[0], ls512));
+      __m512i s1 = _mm512_madd_epi16(prod[1], _mm512_permutexvar_epi16(lsel[1], ls512));
+      s0 = _mm512_dpwssd_epi32(s0, prod[2], _mm512_permutexvar_epi16(lsel[2], ls512));
+      s1 = _mm512_dpwssd_epi32(s1, prod[3], _mm512_permutexvar_epi16(lsel[3], ls512));
+      const __m512i sum = _mm512_add_epi32(s0, s1);
+      const __m256i sumi = _mm256_add_epi32(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1));
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(blk::f16(xb.d) * dy), _mm256_cvtepi32_ps(sumi), acc[r]);
+    }
+  }
+  K3_UNROLL for (int r = 0; r < R; ++r) out[r] = 0.125f * simd::hsum(acc[r]);
+}
+
+void iq2_xs_1(int64_t n, const void* w, const void* act, float* out) {
+  iq2_xs_rows<1>(n, static_cast<const uint8_t*>(w), 0, act, out);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -543,6 +630,16 @@ void dot_iq2_xxs_avx512(int64_t n, const void* w, const void* act, size_t act_st
 void dot_iq1_m_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out) {
   if (nt == 1) iq1_m_1(n, w, act, out);
   else dot_iq1_m(n, w, act, act_stride, nt, out);
+}
+
+void dot_iq2_xs_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out) {
+  if (nt == 1) iq2_xs_1(n, w, act, out);
+  else dot_iq2_xs(n, w, act, act_stride, nt, out);
+}
+
+void dot_rows_iq2_xs_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                            float* out) {
+  rows_by_group<kGroupRows, iq2_xs_rows<kGroupRows>, iq2_xs_rows<1>>(n, w, row_stride, n_rows, act, out);
 }
 
 void dot_iq1_s_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out) {

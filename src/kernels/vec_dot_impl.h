@@ -46,6 +46,9 @@ bool cpu_has_avx512_iq();
 void dot_iq2_xxs_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);
 void dot_iq1_m_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);
 void dot_iq1_s_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);
+void dot_iq2_xs_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);
+void dot_rows_iq2_xs_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                            float* out);
 void dot_rows_iq1_s_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                            float* out);
 void dot_rows_iq2_xxs_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,

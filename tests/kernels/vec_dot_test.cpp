@@ -130,7 +130,7 @@ TEST(VecDotVnni, EqualsAvx2BitForBit) {
   }
 }
 
-// The AVX-512 builds of the 256-blocked types (IQ2_XXS, IQ1_M, IQ1_S, Q3_K) give the AVX2 kernels'
+// The AVX-512 builds of the 256-blocked types (IQ2_XXS, IQ2_XS, IQ1_M, IQ1_S, Q3_K) give the AVX2 kernels'
 // results bit for bit (nt == 1 is the AVX-512 loop, nt > 1 the AVX2 one it delegates to; the
 // multi-row forms: VecDotRows.EqualOneRowAtATime), and stay within the SIMD tolerance of the
 // scalar twins. Row lengths: one super-block, an expert's 1024, and a hidden size of 7168.
@@ -143,6 +143,7 @@ TEST(VecDotAvx512, SuperBlockTypesEqualAvx2BitForBit) {
   for (const Pair& p : {Pair{Type::IQ2_XXS, impl::dot_iq2_xxs, impl::dot_iq2_xxs_avx512},
                         Pair{Type::IQ1_M, impl::dot_iq1_m, impl::dot_iq1_m_avx512},
                         Pair{Type::IQ1_S, impl::dot_iq1_s, impl::dot_iq1_s_avx512},
+                        Pair{Type::IQ2_XS, impl::dot_iq2_xs, impl::dot_iq2_xs_avx512},
                         Pair{Type::Q3_K, impl::dot_q3_k, impl::dot_q3_k_avx512}}) {
     const DotKernel* k = dot_kernel(p.type);
     ASSERT_NE(k, nullptr);
