@@ -27,7 +27,9 @@ int cmd_bench(int argc, char** argv) {
   app.add_option("--ubatch-size", o.n_ubatch, "tokens per forward micro-batch")->capture_default_str();
   app.add_option("-r,--repetitions", o.reps, "timed repetitions per test")->capture_default_str();
   app.add_flag("--json", json, "print the result as JSON (docs/bench.md)");
-  app.add_flag("--remeasure-bw", o.remeasure_bw, "measure memory bandwidth again and update the cache");
+  app.add_flag("--remeasure-bw", o.remeasure_bw,
+               "measure memory bandwidth again (before and after the tests; the roofline uses the mean) and update "
+               "the cache");
   app.add_flag("--no-bw", no_bw, "skip the memory-bandwidth roofline");
   app.add_option("--bw-cache", o.bw_cache_path, "bandwidth cache file (default ~/.cache/k3/membw.json)");
   MemoryFlags mem_flags;
