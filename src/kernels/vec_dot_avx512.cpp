@@ -71,6 +71,63 @@ inline __m512i spread_words(int first, int step, int span) {
   return _mm512_load_si512(c);
 }
 
+// One Q8_K super-block in registers, loaded once for all the rows of a group.
+struct Q8KRegs {
+  __m512i qs[4];
+  __m256i bsums;
+  float d;
+};
+
+inline Q8KRegs load_q8k(const BlockQ8KA& y) {
+  Q8KRegs a;
+  K3_UNROLL for (int p = 0; p < 4; ++p) a.qs[p] = _mm512_loadu_si512(y.qs + 64 * p);
+  a.bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.bsums));
+  a.d = y.d;
+  return a;
+}
+
+// Σ over the four pairs p of prod[p] · (the int16 scales of ls spread by lsel[p]), on top of
+// init, as 8 int32 lanes: the two 256-bit halves (one 32-weight group each) added as integers,
+// which is the AVX2 kernels' sumi exactly. Two short chains instead of one of four.
+inline __m256i scaled_sum(const __m512i (&prod)[4], __m512i ls, const __m512i (&lsel)[4], __m512i init) {
+  __m512i s0 = _mm512_dpwssd_epi32(init, prod[0], _mm512_permutexvar_epi16(lsel[0], ls));
+  __m512i s1 = _mm512_madd_epi16(prod[1], _mm512_permutexvar_epi16(lsel[1], ls));
+  s0 = _mm512_dpwssd_epi32(s0, prod[2], _mm512_permutexvar_epi16(lsel[2], ls));
+  s1 = _mm512_dpwssd_epi32(s1, prod[3], _mm512_permutexvar_epi16(lsel[3], ls));
+  const __m512i s = _mm512_add_epi32(s0, s1);
+  return _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
+}
+
+// R rows of a 256-blocked type against one Q8_K activation row. F is the type: its constants
+// (built once per call), F::Block, F::kScale (applied to the final sum) and the per-super-block
+// step f.block<kLast>(x, y, acc), kLast marking the row's last block (for the types whose wide
+// load would pass the row's end). R = 1 is the single-row kernel, and each row of a group takes
+// exactly its steps, so every group row equals it bit for bit.
+template <class F, int R>
+void superblock_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* out) {
+  using Block = typename F::Block;
+  const Block* x[R];
+  K3_UNROLL for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const Block*>(w + r * rs);
+  const BlockQ8KA* y = static_cast<const BlockQ8KA*>(act);
+  const F f;
+  const size_t pf = prefetch_distance<R>(rs);
+  __m256 acc[R];
+  K3_UNROLL for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  const int64_t nb = n / 256;
+  for (int64_t b = 0; b + 1 < nb; ++b) {
+    const Q8KRegs a = load_q8k(y[b]);
+    K3_UNROLL for (int r = 0; r < R; ++r) {
+      prefetch_at(x[r] + b, pf);
+      acc[r] = f.template block<false>(x[r][b], a, acc[r]);
+    }
+  }
+  if (nb > 0) {
+    const Q8KRegs a = load_q8k(y[nb - 1]);
+    K3_UNROLL for (int r = 0; r < R; ++r) acc[r] = f.template block<true>(x[r][nb - 1], a, acc[r]);
+  }
+  K3_UNROLL for (int r = 0; r < R; ++r) out[r] = F::kScale * simd::hsum(acc[r]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // IQ2_XXS. The 64 qs bytes of a super-block hold, per 32-weight group k, one qword: four grid
 // index bytes, then a u32 s_k with four 7-bit sign indices (bits 0..27) and the scale (28..31).
@@ -126,13 +183,7 @@ void iq2_xxs_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float
         const __m512i g = _mm512_i64gather_epi64(gi, grid, 8);
         prod[p] = _mm512_maddubs_epi16(g, _mm512_mask_sub_epi8(a[p], _load_mask64(&neg[p]), zero, a[p]));
       }
-      // two short chains instead of one of four multiply-adds
-      __m512i s0 = _mm512_madd_epi16(prod[0], _mm512_permutexvar_epi16(lsel[0], ls));
-      __m512i s1 = _mm512_madd_epi16(prod[1], _mm512_permutexvar_epi16(lsel[1], ls));
-      s0 = _mm512_dpwssd_epi32(s0, prod[2], _mm512_permutexvar_epi16(lsel[2], ls));
-      s1 = _mm512_dpwssd_epi32(s1, prod[3], _mm512_permutexvar_epi16(lsel[3], ls));
-      const __m512i sum = _mm512_add_epi32(s0, s1);
-      const __m256i sumi = _mm256_add_epi32(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1));
+      const __m256i sumi = scaled_sum(prod, ls, lsel, zero);
       const float d = blk::f16(xb.d);
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * dy), _mm256_cvtepi32_ps(sumi), acc[r]);
     }
@@ -214,13 +265,7 @@ void iq2_xs_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float*
         const __m512i g = _mm512_i64gather_epi64(gi, grid, 8);
         prod[p] = _mm512_maddubs_epi16(g, _mm512_mask_sub_epi8(a[p], _load_mask64(&neg[p]), zero, a[p]));
       }
-      // two short chains instead of one of four multiply-adds
-      __m512i s0 = _mm512_madd_epi16(prod[0], _mm512_permutexvar_epi16(lsel[0], ls512));
-      __m512i s1 = _mm512_madd_epi16(prod[1], _mm512_permutexvar_epi16(lsel[1], ls512));
-      s0 = _mm512_dpwssd_epi32(s0, prod[2], _mm512_permutexvar_epi16(lsel[2], ls512));
-      s1 = _mm512_dpwssd_epi32(s1, prod[3], _mm512_permutexvar_epi16(lsel[3], ls512));
-      const __m512i sum = _mm512_add_epi32(s0, s1);
-      const __m256i sumi = _mm256_add_epi32(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1));
+      const __m256i sumi = scaled_sum(prod, ls512, lsel, zero);
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(blk::f16(xb.d) * dy), _mm256_cvtepi32_ps(sumi), acc[r]);
     }
   }
@@ -260,55 +305,44 @@ constexpr Bytes64 make_iq1m_scale_shift() {
 }
 constexpr Bytes64 kIq1mScaleShift = make_iq1m_scale_shift();
 
-// One Q8_K super-block in registers, loaded once for all the rows of a group.
-struct Q8KRegs {
-  __m512i qs[4];
-  __m256i bsums;
-  float d;
-};
-
-inline Q8KRegs load_q8k(const BlockQ8KA& y) {
-  Q8KRegs a;
-  K3_UNROLL for (int p = 0; p < 4; ++p) a.qs[p] = _mm512_loadu_si512(y.qs + 64 * p);
-  a.bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.bsums));
-  a.d = y.d;
-  return a;
-}
-
 // The part both IQ1 formats share, per super-block and row: the 32 table indices (int16 lane g:
 // grid index | delta sign << 11, into the offset grid), the 16 sub-block scales 2s+1 (int16
 // lanes in bsums order) and the super-block scale d. Few port-0/5 uops (see the top).
-inline __m256 iq1_block(__m512i idx, __m256i ls, float d, const Q8KRegs& y, const long long* grid, __m256 acc,
-                        const __m512i (&gsel)[4], const __m512i (&lsel)[4]) {
-  // −9·Σ ls·bsum: the AVX2 kernel's 0 − madd(9·ls, bsums), as the same exact integers. The
-  // opaque constant keeps GCC from turning the one multiply into shift, add and negate.
-  __m256i minus9 = _mm256_set1_epi16(-9);
-  asm("" : "+v"(minus9));
-  const __m256i init = _mm256_madd_epi16(_mm256_mullo_epi16(ls, minus9), y.bsums);
-  const __m512i ls512 = _mm512_zextsi256_si512(ls);
-  __m512i prod[4];
-  K3_UNROLL for (int p = 0; p < 4; ++p) {
-    const __m512i gi = _mm512_maskz_permutexvar_epi16(0x11111111u, gsel[p], idx);
-    const __m512i g = _mm512_i64gather_epi64(gi, grid, 8);
-    prod[p] = _mm512_maddubs_epi16(g, y.qs[p]);
+struct Iq1 {
+  static constexpr float kScale = 0.125f;
+  const long long* grid = reinterpret_cast<const long long*>(iq1_offset_grid());
+  // Pair p = sub-blocks 4p..4p+3 (16 weights, 8 int16 maddubs lanes each).
+  __m512i gsel[4], lsel[4];
+  Iq1() {
+    K3_UNROLL for (int p = 0; p < 4; ++p) {
+      gsel[p] = qword_lanes_from_words(p);
+      lsel[p] = spread_words(4 * p, 1, 8);
+    }
   }
-  // two short chains instead of one of four multiply-adds
-  __m512i s0 = _mm512_dpwssd_epi32(_mm512_zextsi256_si512(init), prod[0], _mm512_permutexvar_epi16(lsel[0], ls512));
-  __m512i s1 = _mm512_madd_epi16(prod[1], _mm512_permutexvar_epi16(lsel[1], ls512));
-  s0 = _mm512_dpwssd_epi32(s0, prod[2], _mm512_permutexvar_epi16(lsel[2], ls512));
-  s1 = _mm512_dpwssd_epi32(s1, prod[3], _mm512_permutexvar_epi16(lsel[3], ls512));
-  const __m512i s = _mm512_add_epi32(s0, s1);
-  const __m256i sumi = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
-  return _mm256_fmadd_ps(_mm256_set1_ps(d * y.d), _mm256_cvtepi32_ps(sumi), acc);
-}
+
+  __m256 finish(__m512i idx, __m256i ls, float d, const Q8KRegs& y, __m256 acc) const {
+    // −9·Σ ls·bsum: the AVX2 kernel's 0 − madd(9·ls, bsums), as the same exact integers. The
+    // opaque constant keeps GCC from turning the one multiply into shift, add and negate.
+    __m256i minus9 = _mm256_set1_epi16(-9);
+    asm("" : "+v"(minus9));
+    const __m256i init = _mm256_madd_epi16(_mm256_mullo_epi16(ls, minus9), y.bsums);
+    __m512i prod[4];
+    K3_UNROLL for (int p = 0; p < 4; ++p) {
+      const __m512i gi = _mm512_maskz_permutexvar_epi16(0x11111111u, gsel[p], idx);
+      const __m512i g = _mm512_i64gather_epi64(gi, grid, 8);
+      prod[p] = _mm512_maddubs_epi16(g, y.qs[p]);
+    }
+    const __m256i sumi = scaled_sum(prod, _mm512_zextsi256_si512(ls), lsel, _mm512_zextsi256_si512(init));
+    return _mm256_fmadd_ps(_mm256_set1_ps(d * y.d), _mm256_cvtepi32_ps(sumi), acc);
+  }
+};
 
 // IQ1_M unpacking: pure-load broadcasts, one multishift per field, a dword-masked load (byte
 // masks cost an extra uop).
-struct Iq1m {
+struct Iq1m : Iq1 {
   using Block = blk::IQ1_M;
   template <bool kLast>
-  static __m256 block(const Block& x, const Q8KRegs& y, const long long* grid, __m256 acc,
-                      const __m512i (&gsel)[4], const __m512i (&lsel)[4]) {
+  __m256 block(const Block& x, const Q8KRegs& y, __m256 acc) const {
     const __m512i gather_bytes = _mm512_load_si512(kIq1mGatherBytes.v);
     const __m512i nibble_shift = _mm512_set1_epi64(kIq1mNibbleShift);
     const __m256i scale_shift = _mm256_load_si256(reinterpret_cast<const __m256i*>(kIq1mScaleShift.v));
@@ -325,7 +359,7 @@ struct Iq1m {
     uint64_t sc64;
     std::memcpy(&sc64, x.scales, 8);
     const float d = blk::f16(static_cast<uint16_t>(_pext_u64(sc64, 0xF000F000F000F000ull)));
-    return iq1_block(idx, ls, d, y, grid, acc, gsel, lsel);
+    return finish(idx, ls, d, y, acc);
   }
 };
 
@@ -344,11 +378,10 @@ constexpr Bytes64 make_iq1s_bytes(int kind) {
 constexpr Bytes64 kIq1sQsBytes = make_iq1s_bytes(0), kIq1sQhBytes = make_iq1s_bytes(1),
                   kIq1sScaleBytes = make_iq1s_bytes(2);
 
-struct Iq1s {
+struct Iq1s : Iq1 {
   using Block = blk::IQ1_S;
   template <bool kLast>
-  static __m256 block(const Block& x, const Q8KRegs& y, const long long* grid, __m256 acc,
-                      const __m512i (&gsel)[4], const __m512i (&lsel)[4]) {
+  __m256 block(const Block& x, const Q8KRegs& y, __m256 acc) const {
     // 50-byte block: only the row's last one needs the mask (25 words).
     const __m512i bytes = kLast ? _mm512_maskz_loadu_epi16(0x1FFFFFF, &x) : _mm512_loadu_si512(&x);
     const __m512i qs = _mm512_maskz_permutexvar_epi8(0x5555555555555555ull, _mm512_load_si512(kIq1sQsBytes.v), bytes);
@@ -364,45 +397,12 @@ struct Iq1s {
     // 2·((w >> 12) & 7) + 1 = ((w >> 11) & 14) | 1 in one ternary op
     const __m256i ls = _mm256_ternarylogic_epi32(_mm256_srli_epi16(sw, 11), _mm256_set1_epi16(14),
                                                  _mm256_set1_epi16(1), 0xEA);
-    return iq1_block(idx, ls, blk::f16(x.d), y, grid, acc, gsel, lsel);
+    return finish(idx, ls, blk::f16(x.d), y, acc);
   }
 };
 
-// R rows against one activation row; as for IQ2_XXS, R = 1 is the single-row kernel and each
-// row of a group takes exactly its steps.
-template <class F, int R>
-void iq1_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* out) {
-  using Block = typename F::Block;
-  const Block* x[R];
-  K3_UNROLL for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const Block*>(w + r * rs);
-  const BlockQ8KA* y = static_cast<const BlockQ8KA*>(act);
-  const long long* grid = reinterpret_cast<const long long*>(iq1_offset_grid());
-  // Pair p = sub-blocks 4p..4p+3 (16 weights, 8 int16 maddubs lanes each).
-  __m512i gsel[4], lsel[4];
-  K3_UNROLL for (int p = 0; p < 4; ++p) {
-    gsel[p] = qword_lanes_from_words(p);
-    lsel[p] = spread_words(4 * p, 1, 8);
-  }
-  const size_t pf = prefetch_distance<R>(rs);
-  __m256 acc[R];
-  K3_UNROLL for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-  const int64_t nb = n / 256;
-  for (int64_t b = 0; b + 1 < nb; ++b) {
-    const Q8KRegs a = load_q8k(y[b]);
-    K3_UNROLL for (int r = 0; r < R; ++r) {
-      prefetch_at(x[r] + b, pf);
-      acc[r] = F::template block<false>(x[r][b], a, grid, acc[r], gsel, lsel);
-    }
-  }
-  if (nb > 0) {
-    const Q8KRegs a = load_q8k(y[nb - 1]);
-    K3_UNROLL for (int r = 0; r < R; ++r) acc[r] = F::template block<true>(x[r][nb - 1], a, grid, acc[r], gsel, lsel);
-  }
-  K3_UNROLL for (int r = 0; r < R; ++r) out[r] = 0.125f * simd::hsum(acc[r]);
-}
-
-template <int R> constexpr auto iq1_m_rows = &iq1_rows<Iq1m, R>;
-template <int R> constexpr auto iq1_s_rows = &iq1_rows<Iq1s, R>;
+template <int R> constexpr auto iq1_m_rows = &superblock_rows<Iq1m, R>;
+template <int R> constexpr auto iq1_s_rows = &superblock_rows<Iq1s, R>;
 
 void iq1_m_1(int64_t n, const void* w, const void* act, float* out) {
   iq1_m_rows<1>(n, static_cast<const uint8_t*>(w), 0, act, out);
@@ -575,43 +575,28 @@ inline __m256 q3_k_block(const blk::Q3_K& x, const Q8KRegs& y, __m256 acc, const
   __m512i q[2];
   K3_UNROLL for (int h = 0; h < 2; ++h)
     q[h] = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + 32 * h)));
-  __m512i part[2];
+  __m512i prod[4];
   K3_UNROLL for (int p = 0; p < 4; ++p) {
     // a word shift leaks the neighbour byte's bits only above bit 1, which the mask drops
     const __m512i lo = _mm512_and_si512(_mm512_srlv_epi16(q[p / 2], c.shift[p % 2]), m3);
     const __m512i u = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(hm, c.bit[p]), lo, four);
-    const __m512i prod = _mm512_maddubs_epi16(u, y.qs[p]);
-    const __m512i s = _mm512_permutexvar_epi16(c.lsel[p], sc512);
-    // two short chains instead of one of four multiply-adds
-    part[p % 2] = p < 2 ? _mm512_madd_epi16(prod, s) : _mm512_dpwssd_epi32(part[p % 2], prod, s);
+    prod[p] = _mm512_maddubs_epi16(u, y.qs[p]);
   }
-  const __m512i sum = _mm512_add_epi32(part[0], part[1]);
-  const __m256i sumi = _mm256_add_epi32(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1));
+  const __m256i sumi = scaled_sum(prod, sc512, c.lsel, _mm512_setzero_si512());
   const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(y.bsums, sc16), 2);
   const float d = blk::f16(x.d);
   return _mm256_fmadd_ps(_mm256_set1_ps(d * y.d), _mm256_cvtepi32_ps(_mm256_sub_epi32(sumi, corr)), acc);
 }
 
-// R rows against one activation row; R = 1 is the single-row kernel, and each row of a group
-// takes exactly its steps.
-template <int R>
-void q3_k_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* out) {
-  const blk::Q3_K* x[R];
-  K3_UNROLL for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const blk::Q3_K*>(w + r * rs);
-  const BlockQ8KA* y = static_cast<const BlockQ8KA*>(act);
-  const Q3kConsts c = q3k_consts();
-  const size_t pf = prefetch_distance<R>(rs);
-  __m256 acc[R];
-  K3_UNROLL for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / 256; ++b) {
-    const Q8KRegs a = load_q8k(y[b]);
-    K3_UNROLL for (int r = 0; r < R; ++r) {
-      prefetch_at(x[r] + b, pf);
-      acc[r] = q3_k_block(x[r][b], a, acc[r], c);
-    }
-  }
-  K3_UNROLL for (int r = 0; r < R; ++r) out[r] = simd::hsum(acc[r]);
-}
+struct Q3k : Q3kConsts {
+  using Block = blk::Q3_K;
+  static constexpr float kScale = 1.0f;
+  Q3k() : Q3kConsts(q3k_consts()) {}
+  template <bool kLast>
+  __m256 block(const Block& x, const Q8KRegs& y, __m256 acc) const { return q3_k_block(x, y, acc, *this); }
+};
+
+template <int R> constexpr auto q3_k_rows = &superblock_rows<Q3k, R>;
 
 void q3_k_1(int64_t n, const void* w, const void* act, float* out) {
   q3_k_rows<1>(n, static_cast<const uint8_t*>(w), 0, act, out);
