@@ -24,6 +24,11 @@ namespace k3::kernels {
 
 inline constexpr int kMaxDotTokens = 4;
 
+// How far ahead (bytes) the decode kernels that stream a row once (Q8_0, MXFP4, F32/F16/BF16,
+// the AVX2 k-quants) ask for its lines into L2; vec_dot_q8_body.h has the measurements.
+// tools/membw reads at this distance too, so that no kernel out-prefetches the roofline.
+inline constexpr int kDecodePrefetchBytes = 3072;
+
 enum class ActFormat { F32, Q8_0, Q8_K };
 
 using DotFn = void (*)(int64_t n, const void* w, const void* act, size_t act_stride, int nt,

@@ -55,7 +55,7 @@ void float_nt(int64_t n, const void* w, const void* act, size_t st, float* out) 
       // ahead into L2, as the Q8_0 kernel does (one core, 2026-12-03, 4 KiB ahead: F32 11.0
       // -> 13.9 GB/s, F16 10.8 -> 14.5, BF16 10.0 -> 13.9; 3 KiB: router-sized 2 MB products
       // on two threads another +4-5 %).
-      const char* ahead = static_cast<const char*>(w) + i * L::kBytes + 3072;
+      const char* ahead = static_cast<const char*>(w) + i * L::kBytes + kDecodePrefetchBytes;
       K3_UNROLL for (int l = 0; l < 8 * U * L::kBytes; l += 64) _mm_prefetch(ahead + l, _MM_HINT_T1);
     }
     __m256 wx[U];

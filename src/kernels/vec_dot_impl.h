@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/vec_dot.h"
+
 namespace k3::kernels::impl {
 
 #define K3_DECLARE_DOT(name)                                                              \

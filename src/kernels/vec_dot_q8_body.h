@@ -8,7 +8,7 @@
 // kernels/blocks.h, kernels/simd.h and quant/codebooks.h.
 
 // Decode streams each Q8_0 row once. On some hosts one core's hardware prefetchers keep too
-// few lines in flight for this loop, so it asks for the line kPfDist ahead. Into L2 (T1), not
+// few lines in flight for this loop, so it asks for the line kDecodePrefetchBytes ahead. Into L2 (T1), not
 // L1: measured on a 2-vCPU Xeon VM (2026-12-03), two threads over 4.5 MB matrices went from
 // 19 GB/s (T0, 2 KiB ahead) to 21.5-22 GB/s (T1 or T2, 4 KiB ahead; 2 and 16 KiB a little
 // less), one thread over 1 GiB from 10.5 to 12.1 GB/s; without any prefetch the same host
@@ -16,7 +16,7 @@
 // chains per row (below) 3 KiB ahead beat 4 KiB: one thread over 1 GiB 13.5 -> 14.5 GB/s, two
 // threads 26-27 -> 29 GB/s, 4.5 MB product chains +4 %, bench-m tg +3 % (2.5 KiB the same,
 // 2 KiB less).
-constexpr int kPfDist = 3072;
+constexpr int kPfDist = kDecodePrefetchBytes;
 
 // Independent FMA chains per token: two where several tokens share the loop, four for decode.
 // One token streams its row from memory; with two chains the loop-carried FMA latency held

@@ -21,6 +21,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "kernels/vec_dot.h"
 
 namespace k3::tools {
 namespace {
@@ -110,9 +111,10 @@ double measure_read_bandwidth(const MemBwOptions& opt) {
   const auto* base = static_cast<const __m256i*>(buf.get());
   std::vector<uint64_t> sink(static_cast<size_t>(nt));
   double best = 0;
-  // Runs cycle through plain reads and reads prefetching 3 and 4 KiB ahead (the distances
-  // our kernels use); the best of all is the figure.
-  constexpr uint64_t (*kReaders[])(const __m256i*, size_t) = {sum_slice<0>, sum_slice<3072>, sum_slice<4096>};
+  // Runs cycle through plain reads and reads prefetching as far ahead as the decode kernels do
+  // (kernels::kDecodePrefetchBytes) and 4 KiB ahead; the best of all is the figure.
+  constexpr uint64_t (*kReaders[])(const __m256i*, size_t) = {
+      sum_slice<0>, sum_slice<kernels::kDecodePrefetchBytes>, sum_slice<4096>};
   constexpr int kVariants = static_cast<int>(std::size(kReaders));
   for (int run = 0; run < kVariants * std::max(1, opt.runs); ++run) {
     const auto read = kReaders[run % kVariants];
