@@ -130,8 +130,12 @@ struct ThreadPool::Impl {
         std::unique_lock<std::mutex> lk(mu);
         cv.wait(lk, fresh);
       }
-      if (stop.load(std::memory_order_acquire)) return;
+      // The generation first, then the flag: a stop published after the job this thread woke
+      // for (the caller may have finished that job alone) is then either seen here or leaves
+      // the generation fresh for the next turn. Read the other way round, a stop published
+      // between the two reads was missed and the destructor waited for this thread forever.
       seen = gen_of(state.load(std::memory_order_acquire));
+      if (stop.load(std::memory_order_acquire)) return;
       run_chunks(seen, idx);
     }
   }
