@@ -1,13 +1,28 @@
 #!/usr/bin/env bash
 # Installs the Debian packages k3cpp builds and tests with. Idempotent: prints nothing and
 # touches nothing when everything is already installed.
+#   scripts/setup.sh           build and test dependencies
+#   scripts/setup.sh --train   also what training k3-tiny needs (tools/train/, docs/training.md):
+#                              Debian's PyTorch with OpenBLAS and the offline text corpora
 set -euo pipefail
+TRAIN=0
+for arg in "$@"; do
+  case "$arg" in
+    --train) TRAIN=1 ;;
+    *) echo "setup.sh: unknown option $arg (known: --train)" >&2; exit 2 ;;
+  esac
+done
 PKGS=(
   build-essential cmake ninja-build ccache pkg-config
   libfmt-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev liburing-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang python3
 )
+if ((TRAIN)); then
+  # libopenblas0-pthread becomes the libblas.so.3 alternative: Debian's torch otherwise links
+  # the reference BLAS (a 2048^2 matmul: 4.6 GFLOP/s instead of 75-115 on two cores).
+  PKGS+=(python3-torch python3-numpy python3-matplotlib libopenblas0-pthread python3.11-doc fortunes)
+fi
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -22,4 +37,22 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if ((TRAIN)); then
+  # Debian's Python packages import from /usr/bin/python3, which need not be the first python3
+  # on PATH; check the installation the training scripts will use.
+  /usr/bin/python3 - <<'PY'
+import sys, time
+import torch
+torch.set_num_threads(2)
+a = torch.randn(1024, 1024)
+a @ a
+t = time.time()
+for _ in range(4):
+    a @ a
+gf = 4 * 2 * 1024 ** 3 / (time.time() - t) / 1e9
+print(f"setup: torch {torch.__version__}, matmul {gf:.0f} GFLOP/s on 2 threads", file=sys.stderr)
+if gf < 15:
+    sys.exit("setup: torch is using a slow BLAS; check `update-alternatives --display libblas.so.3-x86_64-linux-gnu`")
+PY
 fi

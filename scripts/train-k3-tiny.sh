@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Reproduces k3-tiny from a clean clone: data, vocabulary, training, export, quantization.
+#   scripts/train-k3-tiny.sh [--steps N] [--max-minutes M] [--threads T] [--seed S]
+# Every stage is skipped when its output exists, so rerunning resumes (training continues from
+# its last checkpoint, bit for bit the run it would have been). Work files go to
+# $K3_TRAIN_DIR (default build/k3-tiny); the shipped files to models/k3-tiny/.
+# docs/training.md explains each stage and the numbers of the shipped run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+STEPS=500 MINUTES=0 THREADS=2 SEED=1234
+while (($#)); do
+  case "$1" in
+    --steps) STEPS=$2; shift 2 ;;
+    --max-minutes) MINUTES=$2; shift 2 ;;
+    --threads) THREADS=$2; shift 2 ;;
+    --seed) SEED=$2; shift 2 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    *) echo "train-k3-tiny.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+scripts/setup.sh --train
+scripts/build.sh --target k3
+K3=$PWD/build/bin/k3
+PY=/usr/bin/python3          # Debian's torch imports from the system interpreter
+# glibc returns large freed blocks to the kernel by default; PyTorch then page-faults its
+# activations in again every step (~8 % of a step here)
+export MALLOC_MMAP_THRESHOLD_=1099511627776 MALLOC_TRIM_THRESHOLD_=1099511627776 MALLOC_TOP_PAD_=536870912
+W=${K3_TRAIN_DIR:-build/k3-tiny}
+T=tools/train
+OUT=models/k3-tiny
+TEMPLATE=tests/data/text/Kimi-K3.jinja
+mkdir -p "$W" "$OUT"
+stage() { echo "== $*" >&2; }
+
+[ -f "$W/text/stats.json" ] || { stage data; $PY $T/make_data.py --out "$W/text" --seed "$SEED" --k3 "$K3"; }
+[ -f "$W/vocab.json" ] || { stage vocabulary; $PY $T/bpe.py --k3 "$K3" --pre-vocab tests/data/text/k3-synth-vocab.gguf \
+    --input "$W/text/train.txt" --vocab-size 4096 --n-control 256 --out "$W/vocab.json"; }
+[ -f "$W/tok/tokens.json" ] || { stage tokenize; $PY $T/tokenize_data.py --k3 "$K3" --text "$W/text" \
+    --vocab "$W/vocab.json" --template "$TEMPLATE" --out "$W/tok"; }
+stage "train ($STEPS steps, $THREADS threads)"
+$PY $T/train.py --data "$W/tok" --out "$W/run" --seed "$SEED" --threads "$THREADS" --steps "$STEPS" \
+    --max-minutes "$MINUTES"
+step=$($PY -c "import json,sys; print(json.loads(open('$W/run/log.jsonl').readlines()[-1])['step'])")
+if [ "$step" -lt "$STEPS" ]; then echo "training stopped at step $step of $STEPS; rerun to resume" >&2; exit 0; fi
+stage export
+$PY $T/export.py --ckpt "$W/run/ckpt.pt" --vocab "$W/vocab.json" --template "$TEMPLATE" \
+    --out "$OUT/k3-tiny-F16.gguf"
+stage quantize
+"$K3" imatrix -m "$OUT/k3-tiny-F16.gguf" -f "$W/text/train.txt" --chunks 200 -t "$THREADS" -o "$W/imatrix.gguf"
+"$K3" quantize -q "$OUT/k3-tiny-F16.gguf" "$OUT/k3-tiny-Q8_0.gguf" Q8_0
+"$K3" quantize -q --imatrix "$W/imatrix.gguf" "$OUT/k3-tiny-F16.gguf" "$OUT/k3-tiny-Q4_K_M.gguf" Q4_K_M
+stage "references (tests/data/k3-tiny: the float64 logits the engine is tested against)"
+REF=tests/data/k3-tiny
+"$K3" tokenize -m "$OUT/k3-tiny-F16.gguf" --ids -f "$REF/eval.txt" > "$REF/k3-tiny.tokens"
+for q in F16 Q8_0 Q4_K_M; do
+  $PY $T/ref_logits.py --k3 "$K3" -m "$OUT/k3-tiny-$q.gguf" --tokens "$REF/k3-tiny.tokens" \
+      -o "$REF/k3-tiny-$q.ref64.f32"
+done
+stage "held-out perplexity (models/k3-tiny/eval.txt)"
+for q in F16 Q8_0 Q4_K_M; do
+  echo "k3-tiny-$q: $("$K3" perplexity -m "$OUT/k3-tiny-$q.gguf" -f "$W/text/heldout_prose.txt" -c 512 -t "$THREADS" 2>&1 | grep -i 'estimated ppl\|final' | tail -1)"
+done | tee "$OUT/eval.txt"
+stage plot
+$PY $T/plot_loss.py --run "$W/run" --out docs/k3-tiny-loss.png
+cp "$W/run/config.json" "$OUT/config.json"
