@@ -51,11 +51,12 @@ stage quantize
 "$K3" quantize -q --imatrix "$W/imatrix.gguf" "$OUT/k3-tiny-F16.gguf" "$OUT/k3-tiny-Q4_K_M.gguf" Q4_K_M
 stage "references (tests/data/k3-tiny: the float64 logits the engine is tested against)"
 REF=tests/data/k3-tiny
-"$K3" tokenize -m "$OUT/k3-tiny-F16.gguf" --ids -f "$REF/eval.txt" > "$REF/k3-tiny.tokens"
+"$K3" tokenize -m "$OUT/k3-tiny-F16.gguf" --ids -f "$REF/eval.txt" | tr -d "[] " > "$REF/k3-tiny.tokens"
 for q in F16 Q8_0 Q4_K_M; do
   $PY $T/ref_logits.py --k3 "$K3" -m "$OUT/k3-tiny-$q.gguf" --tokens "$REF/k3-tiny.tokens" \
       -o "$REF/k3-tiny-$q.ref64.f32"
 done
+$PY $T/test_bounds.py --k3 "$K3" --models "$OUT" --data "$REF"
 stage "held-out perplexity (models/k3-tiny/eval.txt)"
 for q in F16 Q8_0 Q4_K_M; do
   echo "k3-tiny-$q: $("$K3" perplexity -m "$OUT/k3-tiny-$q.gguf" -f "$W/text/heldout_prose.txt" -c 512 -t "$THREADS" 2>&1 | grep -i 'estimated ppl\|final' | tail -1)"

@@ -15,6 +15,7 @@
 #include "cli/embedded_model.h"
 #include "cli/memory_flags.h"
 #include "cli/parse_args.h"
+#include "cli/sampling_flags.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "gguf/file.h"
@@ -38,7 +39,7 @@ bool has_vocab(const gguf::GgufFile& f) {
 }  // namespace
 
 int cmd_run(int argc, char** argv) {
-  CLI::App app{"Generate text from a prompt (default: the tiny model embedded in k3)", "k3 run"};
+  CLI::App app{"Generate text from a prompt (default: k3-tiny, the trained model embedded in k3)", "k3 run"};
   std::string model_path, prompt = "Once upon a time", tokens_text, cache_type = "f32";
   int32_t n_predict = 64, threads = 0;
   int64_t n_ctx = 4096, n_ubatch = 512;
@@ -46,18 +47,11 @@ int cmd_run(int argc, char** argv) {
   runtime::SamplerParams sp;
   bool ignore_eos = false, echo = false, no_special = false;
 
-  app.add_option("-m,--model", model_path, "GGUF model (first shard); default: the embedded tiny model");
+  app.add_option("-m,--model", model_path, "GGUF model (first shard); default: the embedded k3-tiny (models/k3-tiny)");
   app.add_option("-p,--prompt", prompt, "prompt text (default \"Once upon a time\")");
   app.add_option("--tokens", tokens_text, "prompt as token ids (\"1,2,3\"), instead of -p; needed for models without a vocabulary");
   app.add_option("-n,--n-predict", n_predict, "tokens to generate (default 64; -1: until end of generation)");
-  app.add_option("--temp", sp.temperature, "temperature (default 0.8; <= 0: greedy)");
-  app.add_option("--top-k", sp.top_k, "keep the K most likely tokens (default 40; <= 0: off)");
-  app.add_option("--top-p", sp.top_p, "keep the smallest set with this much probability (default 0.95; 1: off)");
-  app.add_option("--min-p", sp.min_p, "drop tokens less likely than P times the best (default 0.05; 0: off)");
-  app.add_option("--repeat-penalty", sp.repeat_penalty, "penalise tokens seen in the last N (default 1.0: off)");
-  app.add_option("--repeat-last-n", sp.repeat_last_n, "window of the repetition penalty (default 64)");
-  app.add_option("--presence-penalty", sp.presence_penalty, "subtract from tokens seen in the window (default 0)");
-  app.add_option("--frequency-penalty", sp.frequency_penalty, "subtract count × this (default 0)");
+  add_sampling_flags(app, sp);
   app.add_option("--seed", seed, "sampling seed (default: random, printed to stderr)");
   app.add_option("-t,--threads", threads, "threads (default: the machine's default)");
   app.add_option("-c,--ctx", n_ctx, "context size in tokens (default 4096; 0: the model's)");
@@ -92,7 +86,7 @@ int cmd_run(int argc, char** argv) {
   std::string shown_name = model_path;
   if (model_path.empty()) {
     model = load_embedded_model();
-    shown_name = "(embedded tiny model)";
+    shown_name = std::string("(embedded ") + kEmbeddedModelName + ")";
   } else {
     model = model::Model::load(model_path);
   }

@@ -70,7 +70,7 @@ int cmd_serve(int argc, char** argv) {
   server::ServerOptions o;
   o.sched.n_ctx = 4096;
   bool verbose = false, no_prompt_cache = false;
-  app.add_option("-m,--model", model_path, "GGUF model (first shard); default: the embedded tiny model");
+  app.add_option("-m,--model", model_path, "GGUF model (first shard); default: the embedded k3-tiny (models/k3-tiny)");
   app.add_option("--host", o.host, "address to listen on (default 127.0.0.1: this machine only)");
   app.add_option("--port", o.port, "TCP port (default 8080; 0: any free port, printed at start)");
   app.add_option("-c,--ctx", o.sched.n_ctx, "context tokens per slot (default 4096; 0: the model's)");
@@ -124,7 +124,7 @@ int cmd_serve(int argc, char** argv) {
   std::shared_ptr<model::Model> model;
   if (model_path.empty()) {
     model = load_embedded_model();
-    if (o.model_alias.empty() || o.model_alias == "k3") o.model_alias = "k3-embedded-tiny";
+    if (o.model_alias.empty() || o.model_alias == "k3") o.model_alias = kEmbeddedModelName;
   } else {
     model = model::Model::load(model_path);
     if (o.model_alias.empty() || o.model_alias == "k3") o.model_alias = file_stem(model_path);

@@ -22,6 +22,7 @@ int cmd_run(int argc, char** argv);
 int cmd_eval_logits(int argc, char** argv);
 int cmd_synth(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
+int cmd_chat(int argc, char** argv);
 int cmd_chat_render(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
@@ -32,5 +33,6 @@ int cmd_merge(int argc, char** argv);
 int cmd_convert(int argc, char** argv);
 int cmd_imatrix(int argc, char** argv);
 int cmd_reap(int argc, char** argv);
+int cmd_niah(int argc, char** argv);
 
 }  // namespace k3::cli

@@ -29,13 +29,17 @@ void write_all(int fd, const unsigned char* p, size_t n, const std::string& what
   }
 }
 
+size_t embedded_size() {
+  return static_cast<size_t>(k3_embedded_model_end - k3_embedded_model_data);
+}
+
 }  // namespace
 
 std::shared_ptr<model::Model> load_embedded_model() {
   // An anonymous memory file keeps the loader's path-based mmap contract without touching disk.
-  int fd = ::memfd_create("k3-embedded-tiny.gguf", MFD_CLOEXEC);
+  int fd = ::memfd_create("k3-embedded.gguf", MFD_CLOEXEC);
   if (fd >= 0) {
-    write_all(fd, k3_embedded_model_data, k3_embedded_model_size, "memfd");
+    write_all(fd, k3_embedded_model_data, embedded_size(), "memfd");
     std::string path = "/proc/self/fd/" + std::to_string(fd);
     try {
       auto m = model::Model::load(path);
@@ -52,7 +56,7 @@ std::shared_ptr<model::Model> load_embedded_model() {
   fd = ::mkstemp(path.data());
   if (fd < 0) fail("embedded model: cannot create a temporary file in {}: {}", path, std::strerror(errno));
   try {
-    write_all(fd, k3_embedded_model_data, k3_embedded_model_size, path);
+    write_all(fd, k3_embedded_model_data, embedded_size(), path);
     ::close(fd);
     auto m = model::Model::load(path);
     ::unlink(path.c_str());

@@ -13,16 +13,18 @@ namespace k3::cli {
 
 const Command* commands() {
   static const Command table[] = {
-      {"run", "generate text from a prompt (default: the embedded tiny model)", cmd_run},
+      {"run", "generate text from a prompt (default: the embedded trained k3-tiny)", cmd_run},
       {"info", "census of a GGUF model: hyperparameters, layers, tensor types, experts", cmd_info},
       {"dequant", "write one tensor as raw float32", cmd_dequant},
       {"eval-logits", "write the logits of every position for a token sequence", cmd_eval_logits},
       {"synth", "write a random but valid Kimi-K3 GGUF of any shape and quant mix", cmd_synth},
       {"tokenize", "show how text tokenizes with a model's vocabulary", cmd_tokenize},
+      {"chat", "talk to a model in the terminal (chat template, streamed answers, /save, /load)", cmd_chat},
       {"chat-render", "print the exact prompt a conversation renders to", cmd_chat_render},
       {"bench", "measure prompt and generation throughput against the memory roofline", cmd_bench},
       {"serve", "OpenAI-compatible chat server (chat, completions, tool calls, SSE)", cmd_serve},
       {"perplexity", "perplexity of a text, and KL divergence against a base model", cmd_perplexity},
+      {"niah", "needle in a haystack: pass-key retrieval grid over lengths and depths", cmd_niah},
       {"quantize", "quantize a GGUF model with llama-quantize's per-tensor rules", cmd_quantize},
       {"split", "split a GGUF model into shards (gguf-split layout)", cmd_split},
       {"merge", "merge a split GGUF model into one file", cmd_merge},

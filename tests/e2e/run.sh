@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/e2e/run.sh [K3_BINARY]: starts `k3 serve` (scripted output, ephemeral port, API key)
-# on the golden small model and runs the openai-client tests with node's test runner.
+# on the golden small model and runs the openai-client tests with node's test runner; then the
+# same client against the embedded trained model (k3-tiny), whose answers are its own.
 # Installs the `openai` npm package into tests/e2e/node_modules on first use (needs the npm
 # registry once; package-lock.json pins the version). Exits with the tests' status.
 set -euo pipefail
@@ -20,10 +21,13 @@ cat > "$tmp/scripts.json" <<'JSON'
  "Need weather.<|close|>think<|sep|><|open|>response<|sep|><|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool=\"get_weather\" index=\"1\"<|sep|><|open|>argument key=\"city\" type=\"string\"<|sep|>Par\"is\n<|close|>argument<|sep|><|open|>argument key=\"days\" type=\"number\"<|sep|>2<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|><|end_of_msg|>",
  "Got it.<|close|>think<|sep|><|open|>response<|sep|>It is sunny in Paris.<|close|>response<|sep|><|close|>message<|sep|><|end_of_msg|>"]
 JSON
-# start_server LOG FLAGS...: starts k3 serve on the golden small model, sets pid and port.
+# start_server LOG FLAGS...: starts k3 serve on the golden small model (or, with
+# MODEL=embedded, on the model built into k3), sets pid and port.
 start_server() {
   local log="$1"; shift
-  "$k3" serve -m "$root/tests/data/golden/small-q8_0.gguf" --port 0 -c 4096 -t 1 "$@" 2> "$log" &
+  local model=(-m "$root/tests/data/golden/small-q8_0.gguf")
+  [ "${MODEL:-}" = embedded ] && model=()
+  "$k3" serve "${model[@]}" --port 0 -c 4096 -t 1 "$@" 2> "$log" &
   pid=$!
   port=""
   for _ in $(seq 1 300); do
@@ -67,3 +71,10 @@ kill -TERM "$pid"
 wait "$client" || { echo "run.sh: the in-flight request did not survive SIGTERM" >&2; cat "$tmp/serve2.log" >&2; exit 1; }
 rc=0; wait "$pid" || rc=$?; pid=""
 [ "$rc" -eq 0 ] || { echo "run.sh: k3 serve exited $rc after draining" >&2; cat "$tmp/serve2.log" >&2; exit 1; }
+
+# The trained default model: a reasoned answer and a tool call of its own (greedy decoding).
+MODEL=embedded start_server "$tmp/serve3.log"
+K3_BASE_URL="http://127.0.0.1:$port/v1" node --test --test-concurrency=1 "$here/trained_model.test.mjs" \
+  || { echo "run.sh: trained-model tests failed; server log:" >&2; cat "$tmp/serve3.log" >&2; exit 1; }
+kill -TERM "$pid"; rc=0; wait "$pid" || rc=$?; pid=""
+[ "$rc" -eq 0 ] || { echo "run.sh: k3 serve (embedded model) exited $rc after SIGTERM" >&2; exit 1; }
