@@ -208,8 +208,7 @@ int cmd_niah(int argc, char** argv) {
   eo.n_ctx = max_len + max_answer + 64;
   store::EngineShape shape;
   shape.n_ctx = eo.n_ctx;
-  store::ExpertStore* xstore = store::install_store(*model, mem, shape);
-  (void)xstore;
+  store::install_store(*model, mem, shape);  // the store, if any, lives with the model
   runtime::Engine engine(model, eo);
 
   // Token count of each filler sentence (text segments are encoded on their own, so a

@@ -83,22 +83,25 @@ def config_from_gguf(g: G.GGUFFile) -> K3Config:
     )
 
 
-def load_gguf(path: str, dtype=torch.float64) -> K3:
-    """Loads an F32/F16 kimi-k3 GGUF. Tensors K3 ignores (*.scale, KDA q/k/v biases) are
-    skipped; single-head tensors whose trailing 1-dims were dropped are reshaped by size."""
+def load_gguf(path: str, dtype=torch.float64, tensor=None) -> K3:
+    """Loads a kimi-k3 GGUF. Tensors K3 ignores (*.scale, KDA q/k/v biases) are skipped;
+    single-head tensors whose trailing 1-dims were dropped are reshaped by size. `tensor(g,
+    name)` returns a tensor's values (default: F32/F16 read directly; ref_logits.py passes a
+    reader that dequantizes other types)."""
     g = G.read_gguf(path)
+    get = tensor or (lambda gg, name: np.array(gg.tensor(name), dtype=np.float64))
     cfg = config_from_gguf(g)
     m = K3(cfg, dtype=dtype)
     with torch.no_grad():
         for name, shape in m.shapes.items():
             if name not in g.tensors:
                 raise ValueError(f"{path}: missing tensor {name}")
-            a = np.array(g.tensor(name), dtype=np.float64)
+            a = np.asarray(get(g, name), dtype=np.float64)
             if a.size != int(np.prod(shape)):
                 raise ValueError(f"{path}: {name} has {a.size} values, expected shape {shape}")
             m.w(name).copy_(torch.from_numpy(a.reshape(shape)))
         for il in range(cfg.n_dense, cfg.n_layer):
-            m.bias(il).copy_(torch.from_numpy(np.array(g.tensor(f"blk.{il}.exp_probs_b.bias"), dtype=np.float64)))
+            m.bias(il).copy_(torch.from_numpy(np.asarray(get(g, f"blk.{il}.exp_probs_b.bias"), dtype=np.float64)))
     return m
 
 

@@ -18,26 +18,19 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gguf_io as G  # noqa: E402
 import k3_gguf  # noqa: E402
-from k3_model import K3  # noqa: E402
 
 
 def load_any(k3, path):
-    g = G.read_gguf(path)
-    m = K3(k3_gguf.config_from_gguf(g), dtype=torch.float64)
+    """k3_gguf.load_gguf with quantized tensors dequantized by `k3 dequant`."""
     with tempfile.TemporaryDirectory() as td:
-        def get(name):
+        def get(g, name):
             ti = g.tensors[name]
             if ti.type in (G.GGML_F32, G.GGML_F16):
                 return np.array(g.tensor(name), dtype=np.float64)
             out = os.path.join(td, "t.f32")
             subprocess.run([k3, "dequant", path, "-t", name, "-o", out], check=True, capture_output=True)
             return np.fromfile(out, dtype="<f4").astype(np.float64)
-        with torch.no_grad():
-            for name, shape in m.shapes.items():
-                m.w(name).copy_(torch.from_numpy(get(name).reshape(shape)))
-            for il in range(m.cfg.n_dense, m.cfg.n_layer):
-                m.bias(il).copy_(torch.from_numpy(get(f"blk.{il}.exp_probs_b.bias")))
-    return m
+        return k3_gguf.load_gguf(path, dtype=torch.float64, tensor=get)
 
 
 def main():
