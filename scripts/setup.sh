@@ -17,6 +17,8 @@ PKGS=(
   libfmt-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev liburing-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang python3
+  libjs-marked node-dompurify    # the chat page's markdown renderer and HTML sanitiser
+  chromium                       # its browser test (tests/webui)
 )
 if ((TRAIN)); then
   # libopenblas0-pthread becomes the libblas.so.3 alternative: Debian's torch otherwise links

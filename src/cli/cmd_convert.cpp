@@ -17,7 +17,7 @@ int cmd_convert(int argc, char** argv) {
   CLI::App app{"Convert a Kimi-K3 Hugging Face checkpoint to a kimi-k3 GGUF", "k3 convert"};
   tools::ConvertOptions o;
   std::string outtype = "bf16", size;
-  bool quiet = false;
+  bool quiet = false, no_progress = false;
   app.add_option("hf_dir", o.hf_dir, "checkpoint directory: config.json, *.safetensors, tiktoken.model")->required();
   app.add_option("-o,--output", o.out_path, "output GGUF (with --split-max-size: the first shard's prefix)")->required();
   app.add_option("--outtype", outtype, "type of the 2-D/3-D weights: bf16 (default), f16, q8_0, f32")
@@ -28,7 +28,9 @@ int cmd_convert(int argc, char** argv) {
   app.add_option("-t,--threads", o.threads, "worker threads (default: all cores)");
   app.add_flag("-v,--verbose", o.verbose, "one line per tensor");
   app.add_flag("-q,--quiet", quiet, "print nothing but errors");
+  app.add_flag("--no-progress", no_progress, "no progress bar on stderr");
   if (auto rc = parse_args(app, argc, argv)) return *rc;
+  o.progress = !no_progress && !quiet;
   o.outtype = tools::parse_outtype(outtype);
   if (!size.empty()) o.split_max_bytes = tools::parse_size(size);
   tools::ConvertResult r = tools::convert_hf(o);

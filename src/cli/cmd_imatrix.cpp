@@ -10,6 +10,7 @@
 #include "cli/parse_args.h"
 #include "cli/token_input.h"
 #include "core/error.h"
+#include "core/progress.h"
 #include "model/model.h"
 #include "runtime/eval_logits.h"
 #include "text/tokenizer.h"
@@ -39,6 +40,8 @@ int cmd_imatrix(int argc, char** argv) {
   app.add_option("-c,--ctx-size", opt.n_ctx, "tokens per chunk")->capture_default_str();
   app.add_option("--chunks", opt.max_chunks, "process at most this many chunks (default: all)");
   app.add_option("-t,--threads", opt.n_threads, "worker threads (0: machine default)");
+  bool no_progress = false;
+  app.add_flag("--no-progress", no_progress, "no progress bar on stderr");
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (int(!text_file.empty()) + int(!tokens_file.empty()) + int(!chat_file.empty()) != 1) {
     fmt::print(stderr, "error: give exactly one of -f, --tokens-file or --chat\n");
@@ -62,7 +65,13 @@ int cmd_imatrix(int argc, char** argv) {
   const std::string& source = !chat_file.empty() ? chat_file : !text_file.empty() ? text_file : tokens_file;
   opt.dataset = std::filesystem::path(source).filename().string();
 
+  std::unique_ptr<Progress> bar;
+  opt.progress = [&](int64_t done, int64_t total) {
+    if (!bar) bar = std::make_unique<Progress>(static_cast<uint64_t>(total), "imatrix", !no_progress, ProgressUnit::tokens);
+    bar->set(static_cast<uint64_t>(done));
+  };
   const tools::ImatrixResult r = tools::collect_imatrix(model, tokens, opt);
+  if (bar) bar->finish();
   tools::write_imatrix_gguf(out_path, r.stats);
   fmt::print("imatrix: {} chunks of {} tokens, {} entries written to {}\n", r.n_chunks, opt.n_ctx,
              r.stats.entries.size(), out_path);

@@ -18,6 +18,7 @@
 #include "cli/memory_flags.h"
 #include "cli/parse_args.h"
 #include "core/error.h"
+#include "core/progress.h"
 #include "gguf/file.h"
 #include "model/model.h"
 #include "runtime/engine.h"
@@ -156,6 +157,8 @@ int cmd_niah(int argc, char** argv) {
       ->check(CLI::Range(1, 4096));
   app.add_option("-t,--threads", threads, "worker threads (0: machine default)")->check(CLI::Range(0, 1024));
   app.add_flag("--json", json, "print the cells as JSON instead of the grid");
+  bool no_progress = false;
+  app.add_flag("--no-progress", no_progress, "no progress bar on stderr (the per-cell lines stay)");
   add_memory_flags(app, mem_flags);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (max_answer == 0) max_answer = think ? 128 : 16;
@@ -225,6 +228,9 @@ int cmd_niah(int argc, char** argv) {
 
   std::mt19937_64 rng(seed);
   std::vector<Cell> cells;
+  int64_t all_tokens = 0;
+  for (int64_t len : lengths) all_tokens += len * static_cast<int64_t>(depths.size()) * trials;
+  Progress bar(static_cast<uint64_t>(all_tokens), "niah", !no_progress, ProgressUnit::tokens);
   fmt::print(stderr, "k3 niah: {} | lengths {} | depths {} | {} trial(s) | thinking {}\n", shown, lengths_arg,
              depths_arg, trials, think ? "on" : "off");
   for (int64_t len : lengths) {
@@ -272,13 +278,16 @@ int cmd_niah(int argc, char** argv) {
         c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         c.answer = trim(parser.result().content);
         c.pass = c.answer == c.key;
-        fmt::print(stderr, "  length {:>6} depth {:.2f} trial {}: {} tokens, key {} -> '{}' {} ({:.1f} s)\n", len,
-                   depth, trial, c.prompt_tokens, c.key, c.answer.substr(0, 40), c.pass ? "ok" : "FAIL", c.seconds);
+        bar.println(fmt::format("  length {:>6} depth {:.2f} trial {}: {} tokens, key {} -> '{}' {} ({:.1f} s)", len,
+                                depth, trial, c.prompt_tokens, c.key, c.answer.substr(0, 40), c.pass ? "ok" : "FAIL",
+                                c.seconds));
+        bar.advance(static_cast<uint64_t>(len));
         cells.push_back(std::move(c));
       }
     }
   }
 
+  bar.finish();
   // A cell of the grid passes when all its trials do.
   int passed = 0, total = 0;
   auto cell_pass = [&](int64_t len, double depth) {

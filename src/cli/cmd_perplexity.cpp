@@ -2,6 +2,7 @@
 // and KL divergence against a saved base model (docs/perplexity.md).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include "cli/parse_args.h"
 #include "cli/token_input.h"
 #include "core/error.h"
+#include "core/progress.h"
 #include "model/model.h"
 #include "runtime/engine.h"
 #include "runtime/eval_logits.h"
@@ -41,6 +43,8 @@ int cmd_perplexity(int argc, char** argv) {
   ko->excludes(ki);
   app.add_option("--kl-top-k", top_k, "log-probabilities kept per token in --kl-base-out (≥ n_vocab: all)")
       ->capture_default_str();
+  bool no_progress = false;
+  app.add_flag("--no-progress", no_progress, "no progress bar on stderr");
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (text_file.empty() == tokens_file.empty()) {
     fmt::print(stderr, "error: give exactly one of -f or --tokens-file\n");
@@ -103,11 +107,19 @@ int cmd_perplexity(int argc, char** argv) {
   };
   fmt::print(stderr, "perplexity: {} chunks of {} tokens, {} scored per chunk\n", n_chunks, po.n_ctx,
              tools::perplexity_scored_per_chunk(po.n_ctx));
+  // The running PPL after each chunk goes to stdout as llama-perplexity prints it, except when
+  // stdout and stderr are one terminal with the bar on it: then the bar shows it.
+  Progress bar(static_cast<uint64_t>(n_chunks * po.n_ctx), "perplexity", !no_progress, ProgressUnit::tokens);
+  const bool in_bar = !no_progress && isatty(STDOUT_FILENO) && isatty(STDERR_FILENO);
   auto on_chunk = [&](int64_t c, double ppl) {
-    fmt::print("[{}]{:.4f},", c + 1, ppl);
-    std::fflush(stdout);
+    if (!in_bar) {
+      fmt::print("[{}]{:.4f},", c + 1, ppl);
+      std::fflush(stdout);
+    }
+    bar.set(static_cast<uint64_t>((c + 1) * po.n_ctx), fmt::format("PPL {:.4f}", ppl));
   };
   const tools::PerplexityResult r = tools::perplexity(engine, tokens, po, on_row, on_chunk);
+  bar.finish();
   fmt::print("\nFinal estimate: PPL = {:.4f} +/- {:.5f}\n", r.ppl, r.ppl_err);
   if (writer) {
     writer->commit();

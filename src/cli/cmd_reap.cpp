@@ -17,40 +17,12 @@
 #include "model/model.h"
 #include "store/install.h"
 #include "text/tokenizer.h"
-#include "tools/progress.h"
+#include "core/progress.h"
 #include "tools/reap.h"
 #include "tools/chat_corpus.h"
 #include "tools/split.h"
 
 namespace k3::cli {
-
-namespace {
-
-// Calibration progress counts tokens, not bytes, so it has its own small line; the write
-// phase uses tools::Progress.
-class TokenProgress {
- public:
-  explicit TokenProgress(bool enabled) : enabled_(enabled), tty_(isatty(STDERR_FILENO) != 0) {}
-  void operator()(int64_t done, int64_t total) {
-    if (!enabled_ || total <= 0) return;
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    const int decile = static_cast<int>(10 * done / total);
-    if (!tty_ && decile == last_decile_ && done < total) return;
-    last_decile_ = decile;
-    const double rate = s > 0 ? double(done) / s : 0.0;
-    const double eta = rate > 0 ? double(total - done) / rate : 0.0;
-    fmt::print(stderr, "{}reap calibrate: {}/{} tokens ({:.0f}%), {:.1f} tok/s, ETA {}{}", tty_ ? "\r" : "", done,
-               total, 100.0 * double(done) / double(total), rate, tools::Progress::format_duration(eta),
-               tty_ && done < total ? "" : "\n");
-  }
-
- private:
-  bool enabled_, tty_;
-  int last_decile_ = -1;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-};
-
-}  // namespace
 
 int cmd_reap(int argc, char** argv) {
   CLI::App app{"Prune routed experts: score every expert on calibration text with the engine's own\n"
@@ -153,8 +125,12 @@ int cmd_reap(int argc, char** argv) {
     CorpusTokens corpus = load_corpus_tokens(*model, calib, calib_tokens, "reap");
     seqs = tools::chunk_calibration(corpus.tokens, opt.calib.n_ctx, corpus.bos);
   }
-  TokenProgress tp(opt.progress);
-  opt.calib.progress = [&tp](int64_t d, int64_t t) { tp(d, t); };
+  std::unique_ptr<Progress> tp;
+  opt.calib.progress = [&tp, &opt](int64_t done, int64_t total) {
+    if (!tp) tp = std::make_unique<Progress>(static_cast<uint64_t>(total), "reap calibrate", opt.progress, ProgressUnit::tokens);
+    tp->set(static_cast<uint64_t>(done));
+    if (done >= total) tp->finish();
+  };
 
   const auto t0 = std::chrono::steady_clock::now();
   const tools::ReapResult r = tools::run_reap(model, seqs, opt);

@@ -69,7 +69,7 @@ int cmd_serve(int argc, char** argv) {
   std::string model_path, scripted_path;
   server::ServerOptions o;
   o.sched.n_ctx = 4096;
-  bool verbose = false, no_prompt_cache = false;
+  bool verbose = false, no_prompt_cache = false, no_webui = false;
   app.add_option("-m,--model", model_path, "GGUF model (first shard); default: the embedded k3-tiny (models/k3-tiny)");
   app.add_option("--host", o.host, "address to listen on (default 127.0.0.1: this machine only)");
   app.add_option("--port", o.port, "TCP port (default 8080; 0: any free port, printed at start)");
@@ -95,6 +95,7 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("--http-threads", o.http_threads, "HTTP worker threads (default: slots + queue, at most 32, + 4)");
   app.add_option("--scripted-output", scripted_path,
                  "TEST ONLY: generated tokens come from this file instead of the sampler (see docs)");
+  app.add_flag("--no-webui", no_webui, "do not serve the chat page at / (the API is unchanged)");
   app.add_flag("-v,--verbose", verbose, "log every request");
   MemoryFlags mem_flags;
   add_memory_flags(app, mem_flags);
@@ -105,6 +106,7 @@ int cmd_serve(int argc, char** argv) {
     return 2;
   };
   o.sched.prompt_cache = !no_prompt_cache;
+  o.webui = !no_webui;
   if (o.port < 0 || o.port > 65535) return usage("--port must be in 0…65535");
   if (o.sched.n_slots < 1 || o.sched.n_slots > 256) return usage("--parallel must be in 1…256");
   if (o.sched.n_threads < 0) return usage("--threads must be >= 0");
@@ -157,9 +159,9 @@ int cmd_serve(int argc, char** argv) {
 
   server::Server srv(model, tok, o);
   int port = srv.bind();
-  fmt::print(stderr, "k3 serve: {} on http://{}:{} | {} slots × {} tokens | timeout {} s{}\n",
+  fmt::print(stderr, "k3 serve: {} on http://{}:{} | {} slots × {} tokens | timeout {} s{}{}\n",
              o.model_alias, o.host, port, o.sched.n_slots, o.sched.n_ctx, o.timeout_s,
-             o.api_key.empty() ? "" : " | API key required");
+             o.api_key.empty() ? "" : " | API key required", o.webui ? " | chat page at /" : "");
   std::fflush(stderr);
   // First signal: drain (in its own thread, so a second signal can cut it short).
   std::atomic<bool> finished{false};

@@ -51,7 +51,7 @@ int cmd_synth(int argc, char** argv) {
       mla_every, dense_layers, shards;
   std::optional<uint64_t> seed;
   bool sparse = false, no_sparse = false, mla_last = false, no_mla_last = false, softplus = false,
-       list_presets = false, quiet = false;
+       list_presets = false, quiet = false, no_progress = false;
 
   app.add_option("-o,--output", out, "output file (shards: OUT-0000i-of-0000N.gguf)");
   app.add_option("--preset", preset, "tiny | bench-m | bench-m-896 | kimi-k3 | kimi-k3-reap55 (default tiny; --list-presets)");
@@ -87,6 +87,7 @@ int cmd_synth(int argc, char** argv) {
   app.add_flag("--sparse", sparse, "leave every matrix as a hole (all-zero weights, no disk used)");
   app.add_flag("--no-sparse", no_sparse, "write real random data for every tensor");
   app.add_flag("-q,--quiet", quiet, "print nothing on success");
+  app.add_flag("--no-progress", no_progress, "no progress bar on stderr");
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (list_presets) {
     for (const std::string& p : tools::synth_preset_names()) fmt::print("{}\n", p);
@@ -163,7 +164,7 @@ int cmd_synth(int argc, char** argv) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 2;
   }
-  tools::SynthResult res = tools::write_synth(out, cfg);
+  tools::SynthResult res = tools::write_synth(out, cfg, !quiet && !no_progress);
   if (!quiet) {
     double gib = static_cast<double>(res.tensor_bytes) / (1ull << 30);
     fmt::print("wrote {} tensors, {:.3f} GiB of tensor data{}, in {:.2f} s ({:.0f} MiB/s)\n",

@@ -18,6 +18,7 @@
 #include "server/api_error.h"
 #include "server/connection_probe.h"
 #include "server/responses.h"
+#include "server/webui.h"
 #include "store/install.h"
 #include "text/output_parser_utf8.h"
 #include "text/tokenizer.h"
@@ -350,6 +351,9 @@ void Server::Impl::routes() {
       return httplib::Server::HandlerResponse::Handled;
     }
     if (opts.api_key.empty() || kPublic.count(req.path)) return httplib::Server::HandlerResponse::Unhandled;
+    // The page's files are the same for everyone; the page asks for the key itself.
+    if (opts.webui && (req.path == "/" || req.path.rfind("/assets/", 0) == 0))
+      return httplib::Server::HandlerResponse::Unhandled;
     std::string auth = req.get_header_value("Authorization");
     std::string key = auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : std::string();
     if (constant_time_equal(key, opts.api_key)) return httplib::Server::HandlerResponse::Unhandled;
@@ -433,6 +437,18 @@ void Server::Impl::routes() {
     j["build_info"] = "k3cpp 0.1.0";
     send_json(res, j);
   });
+
+  if (opts.webui) {
+    for (const WebAsset& a : web_assets()) {
+      h.Get(std::string(a.path), [a](const httplib::Request&, httplib::Response& res) {
+        res.set_header("Content-Security-Policy", std::string(web_csp()));
+        res.set_header("X-Content-Type-Options", "nosniff");
+        res.set_header("Referrer-Policy", "no-referrer");
+        res.set_header("Cache-Control", "no-cache");
+        res.set_content(a.body.data(), a.body.size(), std::string(a.content_type));
+      });
+    }
+  }
 
   h.Post("/tokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
     Json body = parse_body(req.body);

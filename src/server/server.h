@@ -6,7 +6,8 @@
 // accepted run to completion for up to opts.drain_s seconds, then stop()). A non-streaming request whose client hangs up is
 // cancelled like a streaming one, freeing its slot. Endpoints, request fields and error shapes are documented in docs/serve.md
 // (spec §4). Loopback is the default bind. With an API key every endpoint except /health
-// and /v1/models requires `Authorization: Bearer KEY`.
+// and /v1/models (and the chat page's files, which hold no data) requires
+// `Authorization: Bearer KEY`.
 // scripted_outputs is TEST-ONLY: when non-empty, request i's generated tokens are not
 // sampled but taken from scripted_outputs[i % n] (text with the XTML markers written out,
 // tokenized with the model's tokenizer, special tokens parsed) and fed through the model and
@@ -41,6 +42,7 @@ struct ServerOptions {
   int http_threads = 0;                  // 0: enough for every slot and queued request
   std::string model_alias = "k3";
   std::string model_path;
+  bool webui = true;                     // the chat page at / (docs/serve.md)
   SchedulerOptions sched;
   RequestLimits limits;                  // n_ctx is taken from the engine
   std::vector<std::string> scripted_outputs;  // TEST ONLY (see above)

@@ -49,7 +49,7 @@ std::unique_ptr<ExpertStore> build_store(const model::Model& m, const MemoryOpti
 
 void prepare_trunk(model::Model& m, const MemoryOptions& opt, bool quiet) {
   if (!opt.trunk_hugepages || !m.moved_trunk().empty()) return;
-  const ResidentTrunk r = make_resident_trunk(m, opt.trunk_hugepages_min, opt.streaming);
+  const ResidentTrunk r = make_resident_trunk(m, opt.trunk_hugepages_min, opt.streaming, !quiet);
   if (quiet || r.small) return;
   if (r.skipped.empty())
     fmt::print(stderr, "trunk: {} copied into huge pages in {:.2f} s ({} backed by 2 MiB pages{}; --no-hugepages to keep the mapping)\n",

@@ -26,6 +26,7 @@ struct ConvertOptions {
   std::string name;                         // general.name (default: the directory name)
   int threads = 0;                          // 0: default
   bool verbose = false;                     // one line per tensor
+  bool progress = false;                    // progress bar on stderr
 };
 
 struct ConvertResult {

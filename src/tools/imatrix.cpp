@@ -124,12 +124,14 @@ ImatrixResult collect_imatrix(std::shared_ptr<const model::Model> model, const s
   runtime::Engine engine(model, eo);
 
   std::vector<runtime::BatchToken> batch(static_cast<size_t>(opt.n_ctx));
+  if (opt.progress) opt.progress(0, n_chunks * opt.n_ctx);
   for (int64_t c = 0; c < n_chunks; ++c) {
     engine.seq_clear(0);
     for (int64_t i = 0; i < opt.n_ctx; ++i)
       batch[static_cast<size_t>(i)] = {tokens[static_cast<size_t>(c * opt.n_ctx + i)], 0, -1, false};
     if (opt.bos_token >= 0) batch[0].token = opt.bos_token;
     engine.decode(batch);
+    if (opt.progress) opt.progress((c + 1) * opt.n_ctx, n_chunks * opt.n_ctx);
   }
 
   ImatrixResult r;

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -102,6 +103,8 @@ struct ImatrixOptions {
   int n_threads = 0;
   int32_t bos_token = -1;
   std::string dataset;      // recorded in imatrix.datasets
+  // Called after each chunk with (tokens done, tokens in all); may be empty.
+  std::function<void(int64_t, int64_t)> progress;
 };
 
 struct ImatrixResult {

@@ -14,7 +14,7 @@
 #include "core/thread_pool.h"
 #include "gguf/file.h"
 #include "quant/codec.h"
-#include "tools/progress.h"
+#include "core/progress.h"
 #include "tools/quantize_imatrix.h"
 
 namespace k3::tools {

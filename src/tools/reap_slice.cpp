@@ -8,7 +8,7 @@
 #include "gguf/file.h"
 #include "model/hparams.h"
 #include "quant/types.h"
-#include "tools/progress.h"
+#include "core/progress.h"
 
 namespace k3::tools {
 

@@ -8,7 +8,7 @@
 #include "core/error.h"
 #include "gguf/file.h"
 #include "gguf/layout.h"
-#include "tools/progress.h"
+#include "core/progress.h"
 
 namespace k3::tools {
 

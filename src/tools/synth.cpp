@@ -12,6 +12,7 @@
 #include <regex>
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "core/log.h"
 #include "gguf/writer.h"
 #include "tools/synth_blocks.h"
@@ -451,7 +452,7 @@ uint64_t shard_cap(const std::vector<SynthTensor>& ts, uint32_t n) {
 
 }  // namespace
 
-SynthResult write_synth(const std::string& path, const SynthConfig& c) {
+SynthResult write_synth(const std::string& path, const SynthConfig& c, bool progress_on) {
   auto t0 = std::chrono::steady_clock::now();
   std::vector<SynthTensor> plan = synth_plan(c);
   auto kvs = synth_metadata(c);
@@ -461,6 +462,8 @@ SynthResult write_synth(const std::string& path, const SynthConfig& c) {
   std::vector<gguf::TensorSpec> specs;
   specs.reserve(plan.size());
   SynthResult r;
+  uint64_t filled = 0;
+  Progress* bar = nullptr;  // set before the writer calls any fill
   for (const SynthTensor& t : plan) {
     gguf::TensorSpec s;
     s.name = t.name;
@@ -470,7 +473,11 @@ SynthResult write_synth(const std::string& path, const SynthConfig& c) {
     // size); every matrix is a hole, which decodes as zero weights and costs no disk.
     if (!c.sparse || t.ne.size() == 1) {
       const SynthTensor* tp = &t;
-      s.fill = [tp, &c](uint8_t* dst, uint64_t) { fill_tensor(*tp, c, dst); };
+      s.fill = [tp, &c, &bar](uint8_t* dst, uint64_t nbytes) {
+        fill_tensor(*tp, c, dst);
+        bar->advance(nbytes, tp->name);
+      };
+      filled += t.nbytes;
     }
     r.tensor_bytes += t.nbytes;
     specs.push_back(std::move(s));
@@ -478,7 +485,10 @@ SynthResult write_synth(const std::string& path, const SynthConfig& c) {
   gguf::WriteOptions opt;
   opt.sparse_holes = c.sparse;
   if (c.shards > 1) opt.split.max_bytes = shard_cap(plan, c.shards);
+  Progress progress(filled, "synth", progress_on);
+  bar = &progress;
   r.files = gguf::write_gguf(path, kvs, specs, opt);
+  progress.finish();
   r.n_tensors = plan.size();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;

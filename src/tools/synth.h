@@ -118,7 +118,8 @@ struct SynthResult {
   double seconds = 0.0;
 };
 // Writes the model to `path` (shards: path-0000i-of-0000N.gguf).
-SynthResult write_synth(const std::string& path, const SynthConfig& cfg);
+// progress: a progress bar on stderr over the bytes filled.
+SynthResult write_synth(const std::string& path, const SynthConfig& cfg, bool progress = false);
 
 // The 0-indexed MLA layers of a config.
 std::vector<bool> synth_mla_map(const SynthConfig& cfg);

@@ -225,5 +225,24 @@ TEST_F(ConvertErrors, CliReportsTheErrorAndExits1) {
   EXPECT_TRUE(fs::is_empty(tmp_->path / "out"));
 }
 
+// Not an error, but the same fixture: the CLI's progress lines (stderr not a terminal: a
+// plain line per tenth), and none with --no-progress.
+TEST_F(ConvertErrors, CliShowsProgressUnlessNoProgress) {
+  if (!fs::exists(K3_BINARY)) GTEST_SKIP() << "k3 binary not built";
+  auto run = [&](const std::string& extra, const std::string& out) {
+    const std::string log = tmp_->str("log.txt");
+    const std::string cmd = std::string(K3_BINARY) + " convert " + hf() + " -o " + tmp_->str(out) + extra + " 2> " + log;
+    EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 0);
+    std::ifstream f(log);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  };
+  const std::string with = run("", "out/a.gguf");
+  EXPECT_NE(with.find("convert: ["), std::string::npos) << with;
+  EXPECT_NE(with.find("100%"), std::string::npos) << with;
+  EXPECT_NE(with.find("ETA"), std::string::npos) << with;
+  const std::string without = run(" --no-progress", "out/b.gguf");
+  EXPECT_EQ(without.find("convert: ["), std::string::npos) << without;
+}
+
 }  // namespace
 }  // namespace k3::test

@@ -9,7 +9,6 @@
 #include "core/error.h"
 #include "gguf/file.h"
 #include "qtool_util.h"
-#include "tools/progress.h"
 #include "tools/split.h"
 
 using namespace k3::tools;
@@ -90,12 +89,6 @@ TEST(Split, RejectsMissingLimitsAndBadSizes) {
   EXPECT_THROW(parse_size("G"), k3::Error);
   EXPECT_THROW(parse_size("0"), k3::Error);
   EXPECT_TRUE(dir.list().empty());
-}
-
-TEST(Progress, RendersBarRateAndEta) {
-  EXPECT_EQ(Progress::render(50'000'000, 100'000'000, 5.0, 10), "[#####     ]  50% 50.0 MB/100.0 MB 10.0 MB/s ETA 0:05");
-  EXPECT_EQ(Progress::render(100, 100, 1.0, 4), "[####] 100% 100 B/100 B 100 B/s ETA 0:00");
-  EXPECT_EQ(Progress::format_duration(3725), "1:02:05");
 }
 
 // The CLI commands end to end (when the binary is built).

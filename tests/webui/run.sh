@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# tests/webui/run.sh [K3_BINARY]: the chat page in a real browser. Starts `k3 serve` (scripted
+# output, ephemeral port, an API key) on the golden small model and runs chat_page.test.mjs:
+# Playwright (playwright-core, pinned in package-lock.json) driving Debian's chromium.
+# K3_SCREENSHOTS=DIR also writes the page's screenshots there (docs/webui-*.png come from it).
+# Installs playwright-core into tests/webui/node_modules on first use. Exits with the tests'
+# status.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+k3="${1:-${K3_BINARY:-$root/build/bin/k3}}"
+[ -x "$k3" ] || { echo "webui/run.sh: no k3 binary at $k3 (pass it as the first argument)" >&2; exit 2; }
+command -v node >/dev/null || { echo "webui/run.sh: node is required" >&2; exit 2; }
+export CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
+[ -x "$CHROMIUM" ] || { echo "webui/run.sh: no browser at $CHROMIUM (Debian package chromium; scripts/setup.sh installs it)" >&2; exit 2; }
+if [ ! -d "$here/node_modules/playwright-core" ]; then
+  (cd "$here" && npm ci --no-audit --no-fund --silent)
+fi
+tmp="$(mktemp -d)"
+cleanup() { [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+# The answers, one per request in this order (chat_page.test.mjs sends them in turn).
+node --input-type=module -e '
+const close = "<|close|>response<|sep|><|close|>message<|sep|><|end_of_msg|>";
+const long = Array.from({length: 1500}, (_, i) => `word${i % 10}`).join(" ");
+const scripts = [
+  "Let me think about greeting.<|close|>think<|sep|><|open|>response<|sep|>Hello **world**! Some code:\n\n```\nprint(42)\n```\n" + close,
+  "Thinking long.<|close|>think<|sep|><|open|>response<|sep|>" + long + close,
+  "Need the weather.<|close|>think<|sep|><|open|>response<|sep|><|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool=\"get_weather\" index=\"1\"<|sep|><|open|>argument key=\"city\" type=\"string\"<|sep|>Paris<|close|>argument<|sep|><|open|>argument key=\"days\" type=\"number\"<|sep|>2<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|><|end_of_msg|>",
+  "Plan: <img src=x onerror=\"window.__xss=7\"><|close|>think<|sep|><|open|>response<|sep|>" +
+    "A <img src=x onerror=\"window.__xss=1\"> B <script>window.__xss=2</script> " +
+    "[link](javascript:window.__xss=3) <a href=\"javascript:window.__xss=4\">a</a> " +
+    "<svg onload=\"window.__xss=5\"></svg> <iframe srcdoc=\"<script>parent.__xss=6</script>\"></iframe> " +
+    "<details open ontoggle=\"window.__xss=8\">x</details> end of payload" + close,
+];
+process.stdout.write(JSON.stringify(scripts));
+' > "$tmp/scripts.json"
+key="webui-test-key"
+"$k3" serve -m "$root/tests/data/golden/small-q8_0.gguf" --port 0 -c 4096 -t 1 --api-key "$key" \
+  --scripted-output "$tmp/scripts.json" 2> "$tmp/serve.log" &
+pid=$!
+port=""
+for _ in $(seq 1 300); do
+  port="$(sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/serve.log" | head -1)"
+  [ -n "$port" ] && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.1
+done
+[ -n "$port" ] || { echo "webui/run.sh: k3 serve did not start" >&2; cat "$tmp/serve.log" >&2; exit 1; }
+K3_BASE="http://127.0.0.1:$port" K3_KEY="$key" node --test --test-concurrency=1 "$here/chat_page.test.mjs" \
+  || { echo "webui/run.sh: chat page tests failed; server log:" >&2; cat "$tmp/serve.log" >&2; exit 1; }
+kill -TERM "$pid"; rc=0; wait "$pid" || rc=$?; pid=""
+[ "$rc" -eq 0 ] || { echo "webui/run.sh: k3 serve exited $rc after SIGTERM" >&2; exit 1; }
