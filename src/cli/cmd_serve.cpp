@@ -26,6 +26,7 @@
 #include "core/log.h"
 #include "gguf/file.h"
 #include "model/model.h"
+#include "server/origin_policy.h"
 #include "server/server.h"
 #include "store/install.h"
 #include "text/chat_template.h"
@@ -95,6 +96,13 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("--http-threads", o.http_threads, "HTTP worker threads (default: slots + queue, at most 32, + 4)");
   app.add_option("--scripted-output", scripted_path,
                  "TEST ONLY: generated tokens come from this file instead of the sampler (see docs)");
+  std::string allowed_hosts, cors;
+  app.add_option("--allowed-hosts", allowed_hosts,
+                 "Host names answered, comma separated, '*' any (default: localhost, 127.0.0.1, [::1] when "
+                 "bound to loopback, any otherwise); guards against DNS rebinding");
+  app.add_option("--cors", cors,
+                 "origins whose web pages may call the API, comma separated (e.g. http://localhost:3000), "
+                 "'*' any; requests from other origins get 403 (default: none but the server's own)");
   app.add_flag("--no-webui", no_webui, "do not serve the chat page at / (the API is unchanged)");
   app.add_flag("-v,--verbose", verbose, "log every request");
   MemoryFlags mem_flags;
@@ -107,6 +115,11 @@ int cmd_serve(int argc, char** argv) {
   };
   o.sched.prompt_cache = !no_prompt_cache;
   o.webui = !no_webui;
+  o.allowed_hosts = server::split_list(allowed_hosts);
+  o.cors_origins = server::split_list(cors);
+  for (const std::string& c : o.cors_origins)
+    if (c != "*" && c.find("://") == std::string::npos)
+      return usage(fmt::format("--cors: '{}' is not an origin (scheme://host[:port], or *)", c));
   if (o.port < 0 || o.port > 65535) return usage("--port must be in 0…65535");
   if (o.sched.n_slots < 1 || o.sched.n_slots > 256) return usage("--parallel must be in 1…256");
   if (o.sched.n_threads < 0) return usage("--threads must be >= 0");

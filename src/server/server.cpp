@@ -17,6 +17,7 @@
 #include "model/model.h"
 #include "server/api_error.h"
 #include "server/connection_probe.h"
+#include "server/origin_policy.h"
 #include "server/responses.h"
 #include "server/webui.h"
 #include "store/install.h"
@@ -72,6 +73,7 @@ struct Server::Impl {
   std::atomic<bool> stopped{false};
   std::atomic<bool> draining{false};
   std::once_flag http_stopped;
+  OriginPolicy origins;
   int64_t started = 0;
   std::mutex count_mu;
   std::map<std::pair<std::string, int>, uint64_t> counts;  // (path, status) -> requests
@@ -96,6 +98,7 @@ Server::Server(std::shared_ptr<const model::Model> model, std::shared_ptr<const 
   s.opts.limits.n_ctx = s.sched->n_ctx();
   for (const std::string& text : s.opts.scripted_outputs) s.scripts.push_back(s.tok->encode(text, true, false));
   s.started = static_cast<int64_t>(std::time(nullptr));
+  s.origins = OriginPolicy::make(s.opts.host, s.opts.allowed_hosts, s.opts.cors_origins);
   s.routes();
 }
 
@@ -349,6 +352,30 @@ void Server::Impl::routes() {
       res.set_header("Connection", "close");
       send_error(res, 503, "unavailable_error", "the server is shutting down");
       return httplib::Server::HandlerResponse::Handled;
+    }
+    const std::string origin = req.get_header_value("Origin");
+    switch (origins.check(req.get_header_value("Host"), origin)) {
+      case OriginPolicy::Verdict::bad_host:
+        send_error(res, 403, "permission_error",
+                   "this server does not answer for that Host name (k3 serve --allowed-hosts)");
+        return httplib::Server::HandlerResponse::Handled;
+      case OriginPolicy::Verdict::bad_origin:
+        send_error(res, 403, "permission_error",
+                   "requests from that Origin are not allowed (k3 serve --cors)");
+        return httplib::Server::HandlerResponse::Handled;
+      case OriginPolicy::Verdict::cross_allowed:
+        res.set_header("Access-Control-Allow-Origin", origin);
+        res.set_header("Vary", "Origin");
+        if (req.method == "OPTIONS") {  // a preflight: answered before the key check, it carries none
+          res.status = 204;
+          res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+          res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+          res.set_header("Access-Control-Max-Age", "600");
+          return httplib::Server::HandlerResponse::Handled;
+        }
+        break;
+      case OriginPolicy::Verdict::same_origin:
+        break;
     }
     if (opts.api_key.empty() || kPublic.count(req.path)) return httplib::Server::HandlerResponse::Unhandled;
     // The page's files are the same for everyone; the page asks for the key itself.

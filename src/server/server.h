@@ -43,6 +43,8 @@ struct ServerOptions {
   std::string model_alias = "k3";
   std::string model_path;
   bool webui = true;                     // the chat page at / (docs/serve.md)
+  std::vector<std::string> allowed_hosts;  // --allowed-hosts (empty: the default, origin_policy.h)
+  std::vector<std::string> cors_origins;   // --cors
   SchedulerOptions sched;
   RequestLimits limits;                  // n_ctx is taken from the engine
   std::vector<std::string> scripted_outputs;  // TEST ONLY (see above)
