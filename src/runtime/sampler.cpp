@@ -9,12 +9,21 @@
 
 namespace k3::runtime {
 
+SamplerParamsError check_sampler_params(const SamplerParams& p) {
+  if (!std::isfinite(p.temperature) || p.temperature < 0.0f) return {"temperature", "must be finite and >= 0"};
+  // As floats, after the caller's conversion: 1e-50 is 0 here.
+  if (!(p.top_p > 0.0f) || p.top_p > 1.0f) return {"top_p", "must be > 0 and <= 1"};
+  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) return {"min_p", "must be in [0, 1]"};
+  if (!(p.repeat_penalty > 0.0f) || !std::isfinite(p.repeat_penalty)) return {"repeat_penalty", "must be > 0"};
+  if (p.repeat_last_n < 0) return {"repeat_last_n", "must be >= 0"};
+  if (!std::isfinite(p.presence_penalty)) return {"presence_penalty", "must be finite"};
+  if (!std::isfinite(p.frequency_penalty)) return {"frequency_penalty", "must be finite"};
+  return {};
+}
+
 Sampler::Sampler(const SamplerParams& params) : params_(params), rng_(params.seed) {
-  if (!std::isfinite(params.temperature)) fail("sampler: temperature must be finite");
-  if (!(params.top_p > 0.0f)) fail("sampler: top-p must be > 0 (got {})", params.top_p);
-  if (params.min_p < 0.0f || params.min_p > 1.0f) fail("sampler: min-p must be in [0, 1] (got {})", params.min_p);
-  if (!(params.repeat_penalty > 0.0f)) fail("sampler: repeat penalty must be > 0 (got {})", params.repeat_penalty);
-  if (params.repeat_last_n < 0) fail("sampler: repeat-last-n must be >= 0");
+  if (SamplerParamsError e = check_sampler_params(params); !e.field.empty())
+    fail("sampler: {} {}", e.field, e.message);
 }
 
 void Sampler::accept(int32_t token) {

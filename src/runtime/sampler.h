@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <deque>
 #include <random>
 #include <span>
@@ -32,6 +33,13 @@ struct TokenProb {
   int32_t token;
   float p;
 };
+
+// What the Sampler refuses, for callers that validate before any work (the server: a 400
+// before prefill instead of a 500 after it). field is empty when the parameters are fine.
+struct SamplerParamsError {
+  std::string field, message;
+};
+SamplerParamsError check_sampler_params(const SamplerParams& p);
 
 class Sampler {
  public:

@@ -75,6 +75,10 @@ void read_common(const Json& req, const RequestLimits& lim, GenParams& p, BuiltR
   int64_t seed = get_int(req, "seed", -1, std::numeric_limits<int64_t>::min(),
                          std::numeric_limits<int64_t>::max());
   s.seed = seed == -1 ? std::random_device{}() : static_cast<uint64_t>(seed);
+  // What the sampler would refuse, refused now (values that pass the ranges above as doubles
+  // can still be 0 as floats: top_p 1e-50).
+  if (runtime::SamplerParamsError e = runtime::check_sampler_params(s); !e.field.empty())
+    bad_request(e.field, "'{}' {} (got {})", e.field, e.message, field(req, e.field.c_str()).dump());
 
   const int64_t kMaxLimit = std::numeric_limits<int64_t>::max();
   int64_t max_tokens = -1;

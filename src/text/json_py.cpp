@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
+#include <unordered_map>
 #include <vector>
 
 #include "core/error.h"
@@ -27,6 +29,11 @@ static std::string big_int_digits(const Json& v) {
 namespace {
 
 // Builds an ordered_json from SAX events, keeping integer lexemes that overflow 64 bits.
+// Two bounds make any input safe to parse, walk, print and destroy: nesting deeper than
+// kMaxJsonDepth is an error (every later walk of the document, its destructor included,
+// recurses once per level; 10^6 levels overflowed the stack), and object keys are found
+// through a hash index while building (ordered_json's own lookup is a linear scan, which made
+// an object of n keys cost n^2: 80k keys, 6.7 s).
 class ExactBuilder {
  public:
   using string_t = Json::string_t;
@@ -58,33 +65,48 @@ class ExactBuilder {
     error_msg = ex.what();
     return false;
   }
+  bool too_deep() const { return too_deep_; }
 
  private:
-  std::vector<Json*> stack_;
+  struct Frame {
+    Json* node;
+    std::unordered_map<string_t, std::size_t> keys;  // objects: key -> position
+  };
+  std::vector<Frame> stack_;
   string_t key_;
-  bool started_ = false;
+  bool too_deep_ = false;
 
   Json* place(Json&& v) {
     if (stack_.empty()) {
       root = std::move(v);
-      started_ = true;
       return &root;
     }
-    Json* top = stack_.back();
-    if (top->is_object()) {
-      Json& slot = (*top)[key_];
-      slot = std::move(v);
-      return &slot;
+    Frame& top = stack_.back();
+    if (top.node->is_object()) {
+      auto& items = top.node->get_ref<Json::object_t&>();
+      // A repeated key keeps its first position and takes the last value (Python's dict).
+      auto [it, fresh] = top.keys.try_emplace(key_, items.size());
+      if (!fresh) {
+        Json& slot = std::next(items.begin(), static_cast<std::ptrdiff_t>(it->second))->second;
+        slot = std::move(v);
+        return &slot;
+      }
+      items.emplace_back(std::move(key_), std::move(v));
+      return &items.back().second;
     }
-    top->push_back(std::move(v));
-    return &top->back();
+    top.node->push_back(std::move(v));
+    return &top.node->back();
   }
   bool put(Json&& v) {
     place(std::move(v));
     return true;
   }
   bool open(Json&& v) {
-    stack_.push_back(place(std::move(v)));
+    if (stack_.size() >= kMaxJsonDepth) {
+      too_deep_ = true;
+      return false;
+    }
+    stack_.push_back(Frame{place(std::move(v)), {}});
     return true;
   }
   bool close() {
@@ -93,12 +115,30 @@ class ExactBuilder {
   }
 };
 
+// A document cut short at the depth limit is destroyed here, level by level without
+// recursion: moving each nested value out before its parent goes.
+void destroy_flat(Json&& doc) {
+  std::vector<Json> pending;
+  pending.push_back(std::move(doc));
+  while (!pending.empty()) {
+    Json v = std::move(pending.back());
+    pending.pop_back();
+    if (v.is_object())
+      for (auto& kv : v.get_ref<Json::object_t&>()) pending.push_back(std::move(kv.second));
+    else if (v.is_array())
+      for (auto& e : v.get_ref<Json::array_t&>()) pending.push_back(std::move(e));
+  }
+}
+
 }  // namespace
 
 std::optional<Json> try_parse_json_exact(std::string_view text) {
   ExactBuilder b;
   bool ok = Json::sax_parse(text.begin(), text.end(), &b, nlohmann::detail::input_format_t::json, true);
-  if (!ok) return std::nullopt;
+  if (!ok) {
+    destroy_flat(std::move(b.root));
+    return std::nullopt;
+  }
   return std::move(b.root);
 }
 
@@ -106,6 +146,8 @@ Json parse_json_exact(std::string_view text, std::string_view what) {
   ExactBuilder b;
   bool ok = Json::sax_parse(text.begin(), text.end(), &b, nlohmann::detail::input_format_t::json, true);
   if (!ok) {
+    destroy_flat(std::move(b.root));
+    if (b.too_deep()) fail("{}: nested deeper than {} levels", what, kMaxJsonDepth);
     std::string msg = b.error_msg;
     // nlohmann prefixes "[json.exception.parse_error.101] parse error at line 1, column 5: ".
     if (auto p = msg.find("] "); p != std::string::npos) msg = msg.substr(p + 2);

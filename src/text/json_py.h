@@ -24,7 +24,11 @@ constexpr std::uint64_t kBigIntSubtype = 0x4b33;
 bool is_big_int(const Json& v);
 Json make_big_int(std::string_view digits);
 
-// Parses a JSON text. Throws k3::Error naming `what` and the byte offset on bad input.
+// Arrays and objects nested deeper than this are refused by both parsers.
+constexpr std::size_t kMaxJsonDepth = 256;
+
+// Parses a JSON text. Throws k3::Error naming `what` and the byte offset on bad input, or
+// the nesting when deeper than kMaxJsonDepth.
 Json parse_json_exact(std::string_view text, std::string_view what = "JSON");
 // Same, but returns nullopt instead of throwing (Python json.loads failing).
 std::optional<Json> try_parse_json_exact(std::string_view text);

@@ -95,10 +95,13 @@ std::vector<StTensor> parse_safetensors(const uint8_t* data, size_t size, const 
     if (b > en || en > data_size)
       fail("{}: tensor '{}': data_offsets [{}, {}] out of range (data section is {} bytes; file truncated?)", name,
            tn, b, en, data_size);
-    const uint64_t want = static_cast<uint64_t>(numel) * row->size;
-    if (en - b != want)
-      fail("{}: tensor '{}': {} {} needs {} bytes but data_offsets span {}", name, tn, dt, t.shape_string(), want,
-           en - b);
+    // In 128 bits: numel may be up to 2^62 and 8-byte elements would wrap a 64-bit product
+    // (shape [2^61] F64 "needed" 0 bytes and was accepted over an empty span).
+    const unsigned __int128 need = numel * row->size;
+    if (need != en - b)
+      fail("{}: tensor '{}': {} {} needs {} bytes but data_offsets span {}", name, tn, dt, t.shape_string(),
+           static_cast<double>(need), en - b);
+    const uint64_t want = en - b;
     t.data = base + b;
     t.nbytes = want;
     out.push_back(std::move(t));

@@ -36,6 +36,34 @@ TEST(JsonPy, ExactParseKeepsOrderAndBigIntegers) {
   EXPECT_FALSE(try_parse_json_exact("{\"a\":1} x").has_value());
 }
 
+// Issue 17 (1, 16): a deep document is refused (not a stack overflow when it is walked or
+// destroyed), and an object of many keys parses in linear time; repeated keys behave as
+// Python's json.loads (first position, last value).
+TEST(JsonPy, ExactParseBoundsDepthAndKeys) {
+  const std::string ok = std::string(kMaxJsonDepth, '[') + std::string(kMaxJsonDepth, ']');
+  EXPECT_TRUE(try_parse_json_exact(ok).has_value());
+  const std::string deeper = "[" + ok + "]";
+  EXPECT_FALSE(try_parse_json_exact(deeper).has_value());
+  try {
+    parse_json_exact(deeper, "args");
+    ADD_FAILURE() << "accepted";
+  } catch (const k3::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("nested deeper than 256 levels"), std::string::npos) << e.what();
+  }
+  const size_t n = 1'000'000;
+  const std::string huge = std::string(n, '[') + std::string(n, ']');
+  EXPECT_FALSE(try_parse_json_exact(huge).has_value());
+  EXPECT_FALSE(try_parse_json_exact(std::string(n, '{') ).has_value());  // unterminated, too
+
+  std::string many = "{";
+  for (int i = 0; i < 200000; ++i) many += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":" + std::to_string(i);
+  many += "}";
+  Json v = parse_json_exact(many);  // quadratic before: minutes at this size
+  ASSERT_EQ(v.size(), 200000u);
+  EXPECT_EQ(v["k199999"], 199999);
+  EXPECT_EQ(py_dumps(parse_json_exact(R"({"a":1,"b":2,"a":3})")), R"({"a":3,"b":2})");
+}
+
 TEST(JsonPy, KeyOrders) {
   Json v = parse_json_exact(R"({"url":1,"URL":2,"apiKey":3,"ID":4,"name":5})");
   EXPECT_EQ(py_dumps(v, {true, KeyOrder::CodePoint}), R"({"ID":4,"URL":2,"apiKey":3,"name":5,"url":1})");

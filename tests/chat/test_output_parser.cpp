@@ -297,3 +297,25 @@ TEST(OutputParser, ToolCallsRespectDeclarationsAndChoice) {
   EXPECT_EQ(r.content, "");
   EXPECT_EQ(r.finish_reason, "stop");
 }
+
+// Issue 17 (1): a generated tool call whose arguments are JSON nested 10^6 deep (as an
+// argument value and as a JSON block) is kept as raw text, not parsed into a document that
+// would overflow the stack when printed or destroyed.
+TEST(OutputParser, DeepJsonInAGeneratedCallIsRawText) {
+  const std::string deep = std::string(1'000'000, '[') + std::string(1'000'000, ']');
+  for (const std::string& body :
+       {"<|open|>argument key=\"x\" type=\"array\"<|sep|>" + deep + "<|close|>argument<|sep|>",
+        "<|open|>json type=\"object\"<|sep|>" + deep + "<|close|>json<|sep|>"}) {
+    ParserOptions o;
+    o.tools = Json::array({Json{{"type", "function"}, {"function", Json{{"name", "f"}, {"parameters", Json::object()}}}}});
+    OutputParser p(o);
+    p.feed("<|close|>think<|sep|><|open|>response<|sep|><|close|>response<|sep|><|open|>tools<|sep|>"
+           "<|open|>call tool=\"f\" index=\"1\"<|sep|>" + body +
+           "<|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>");
+    p.finish(StopReason::Eog);
+    const ParseResult& r = p.result();
+    ASSERT_EQ(r.tool_calls.size(), 1u);
+    EXPECT_EQ(r.tool_calls[0].name, "f");
+    EXPECT_NE(r.tool_calls[0].arguments.find(std::string(1000, '[')), std::string::npos);
+  }
+}

@@ -142,6 +142,24 @@ TEST_F(ConvertErrors, ByteCountDisagreesWithShape) {
   EXPECT_NE(convert_error().find("needs 16384 bytes"), std::string::npos);
 }
 
+// Issue 17 (14): numel x element size wrapped 64 bits: shape [2^61] F64 "needed" 0 bytes,
+// matched an empty span and was accepted (reads past the file followed).
+TEST(SafetensorsHeader, ElementCountTimesSizeDoesNotWrap) {
+  auto file = [](const std::string& header) {
+    std::string f(8, '\0');
+    uint64_t n = header.size();
+    for (int i = 0; i < 8; ++i) f[static_cast<size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xff);
+    return f + header;
+  };
+  for (const char* shape : {"[2305843009213693952]", "[1152921504606846976,2]", "[4611686018427387904]"}) {
+    const std::string f = file(std::string(R"({"x":{"dtype":"F64","shape":)") + shape + R"(,"data_offsets":[0,0]}})");
+    EXPECT_THROW(tools::parse_safetensors(reinterpret_cast<const uint8_t*>(f.data()), f.size(), "crafted"), Error)
+        << shape;
+  }
+  const std::string ok = file(R"({"x":{"dtype":"F64","shape":[0],"data_offsets":[0,0]}})");
+  EXPECT_EQ(tools::parse_safetensors(reinterpret_cast<const uint8_t*>(ok.data()), ok.size(), "ok").size(), 1u);
+}
+
 TEST_F(ConvertErrors, MissingTensor) {
   rewrite([](std::vector<StEntry>& es) {
     std::erase_if(es, [](const StEntry& e) { return e.name == "language_model.model.layers.7.self_attn.kv_b_proj.weight"; });

@@ -78,6 +78,29 @@ TEST(ServerErrors, WrongTypesNameTheField) {
   EXPECT_EQ(s.post("/v1/chat/completions", r).first, 200);
 }
 
+// Issue 17 (8, 16): what the sampler refuses is a 400 naming the field before any work, not
+// a 500 after prefill (top_p 0 and repeat_penalty 0 passed the range check; 1e-50 passes it
+// as a double and is 0 as a float).
+TEST(ServerErrors, SamplerRefusalsAre400BeforeWork) {
+  TestServer s;
+  const std::pair<const char*, double> cases[] = {
+      {"top_p", 0.0}, {"top_p", 1e-50}, {"repeat_penalty", 0.0}, {"repeat_penalty", 1e-50}};
+  for (const auto& [name, value] : cases) {
+    Json r = user_chat("hi");
+    r["max_tokens"] = 2;
+    r[name] = value;
+    Json e = expect_error(s.post("/v1/chat/completions", r), 400, "invalid_request_error");
+    EXPECT_EQ(e["param"], name) << e.dump();
+    r.erase("messages");
+    r["prompt"] = "hi";
+    expect_error(s.post("/v1/completions", r), 400, "invalid_request_error");
+  }
+  auto m = s.client()->Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->body.find("k3_prompt_tokens_total 0\n"), std::string::npos) << "no prefill ran";
+  expect_alive(s);
+}
+
 TEST(ServerErrors, HugeMaxTokensIsCappedToTheContext) {
   ServerOptions o = default_options();
   o.scripted_outputs = {"x<|close|>think<|sep|><|open|>response<|sep|>ok<|close|>message<|sep|><|end_of_msg|>"};
@@ -123,6 +146,26 @@ TEST(ServerErrors, DeepNestingAndInvalidUtf8) {
   expect_error(s.post("/v1/chat/completions", deep), 400, "invalid_request_error");
   std::string bad = "{\"messages\":[{\"role\":\"user\",\"content\":\"caf\xC3\x28 \xFF\"}]}";
   expect_error(s.post("/v1/chat/completions", bad), 400, "invalid_request_error");
+  expect_alive(s);
+}
+
+// Issue 17 (1): JSON nested 10^6 deep inside a string (an assistant tool call's arguments in
+// the history) passes the body's own depth check; rendering parsed it without a limit and
+// wrote the object back recursively: a stack overflow. Now the parse stops at the depth limit
+// and the template takes the string as it is (a JSON block with the client's bytes).
+TEST(ServerErrors, DeepJsonInsideToolCallArguments) {
+  TestServer s;
+  const std::string deep = "{\"a\":" + std::string(1'000'000, '[') + std::string(1'000'000, ']') + "}";
+  Json req = user_chat("hi");
+  req["messages"].push_back(Json{{"role", "assistant"}, {"content", ""},
+                                 {"tool_calls", Json::array({Json{{"id", "c1"}, {"type", "function"},
+                                   {"function", Json{{"name", "f"}, {"arguments", deep}}}}})}});
+  req["messages"].push_back(Json{{"role", "tool"}, {"tool_call_id", "c1"}, {"content", "ok"}});
+  req["max_tokens"] = 1;
+  auto t = s.post("/apply-template", req);
+  ASSERT_EQ(t.first, 200);
+  EXPECT_NE(t.second["prompt"].get<std::string>().find("<|sep|>{\"a\":[[[["), std::string::npos);
+  EXPECT_EQ(s.post("/v1/chat/completions", req).first, 400);  // 2M tokens: longer than the context
   expect_alive(s);
 }
 
