@@ -191,12 +191,21 @@ int cmd_serve(int argc, char** argv) {
     log::info("k3 serve: signal {}, stopping now", sig);
     srv.stop();
   });
-  srv.run();
+  std::string failure;
+  try {
+    srv.run();
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
   finished = true;
   pthread_kill(sig_thread.native_handle(), SIGTERM);  // wakes the waiter if it still waits
   sig_thread.join();
   if (drainer.joinable()) drainer.join();
   srv.stop();
+  if (!failure.empty()) {
+    fmt::print(stderr, "error: {}\n", failure);
+    return 1;
+  }
   fmt::print(stderr, "k3 serve: stopped\n");
   return 0;
 }

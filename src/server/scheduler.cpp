@@ -199,10 +199,20 @@ void Scheduler::step(std::vector<Slot>& slots) {
     }
   }
 
+  // A failure here is the request's own (its restore), never the scheduler thread's: an
+  // exception escaping loop() would end the process.
   for (Slot& s : slots)
     if (s.job && s.restore) {
-      engine_->seq_copy(s.snap_seq, s.seq);
-      s.restore = false;
+      try {
+        engine_->seq_copy(s.snap_seq, s.seq);
+        s.restore = false;
+      } catch (const std::exception& e) {
+        log::error("prompt cache restore failed: {}", e.what());
+        fail_job(*s.job, 500, "server_error", fmt::format("restoring the prompt cache failed: {}", e.what()));
+        ++n_fail;
+        s.cached.clear();
+        release(s);
+      }
     }
 
   // One batch: every generating slot's next token, then prompt chunks within n_batch.
@@ -257,8 +267,14 @@ void Scheduler::step(std::vector<Slot>& slots) {
   }
   for (Slot& s : slots)
     if (s.job && s.snap_at > 0 && s.n_fed == s.snap_at) {
-      engine_->seq_copy(s.seq, s.snap_seq);
-      s.cached.assign(s.job->prompt.begin(), s.job->prompt.begin() + static_cast<std::ptrdiff_t>(s.snap_at));
+      // A snapshot that cannot be taken costs only the next turn's reuse.
+      s.cached.clear();
+      try {
+        engine_->seq_copy(s.seq, s.snap_seq);
+        s.cached.assign(s.job->prompt.begin(), s.job->prompt.begin() + static_cast<std::ptrdiff_t>(s.snap_at));
+      } catch (const std::exception& e) {
+        log::warn("prompt cache snapshot failed (the next turn decodes in full): {}", e.what());
+      }
       s.snap_at = 0;
     }
   Clock::time_point t1 = Clock::now();

@@ -5,7 +5,9 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <map>
 #include <mutex>
@@ -116,7 +118,17 @@ int Server::bind() {
   return port;
 }
 
-void Server::run() { impl_->http.listen_after_bind(); }
+void Server::run() {
+  Impl& s = *impl_;
+  const bool ok = s.http.listen_after_bind();
+  // The listener returns on stop(); anything else (an accept() error other than running out
+  // of descriptors) must not look like a clean exit.
+  if (!s.stopped) {
+    const int err = errno;
+    stop();
+    fail("the listening socket failed{}: k3 serve stopped", ok ? "" : fmt::format(" ({})", std::strerror(err)));
+  }
+}
 
 void Server::stop() {
   Impl& s = *impl_;

@@ -1,7 +1,7 @@
 // server/server: `k3 serve` — an OpenAI-compatible HTTP server over one loaded model.
 // Contract: construction loads nothing (the caller passes the model and its tokenizer) and
 // starts the scheduler thread; bind() opens host:port (port 0 picks a free one) and returns
-// the port; run() serves until stop() (thread-safe, idempotent; what is still running gets a
+// the port; run() serves until stop() (and throws k3::Error if the listener fails otherwise) (thread-safe, idempotent; what is still running gets a
 // 503 error) or shutdown() (graceful: new requests get 503 at once, requests already
 // accepted run to completion for up to opts.drain_s seconds, then stop()). A non-streaming request whose client hangs up is
 // cancelled like a streaming one, freeing its slot. Endpoints, request fields and error shapes are documented in docs/serve.md

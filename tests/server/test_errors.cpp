@@ -2,6 +2,8 @@
 // the server survives all of them (every test ends with a request that must still succeed).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -335,3 +337,49 @@ TEST(ServerShutdown, DrainTimeoutEndsWhatIsLeftWith503) {
 
 }  // namespace
 }  // namespace k3::server::test
+
+namespace k3::server::test {
+namespace {
+
+// Issue 17 (13): an accept() failure other than EMFILE ended run() as if stopped: k3 serve
+// exited 0 with nothing said. Here the listening socket is shut down under the server.
+TEST(ServerShutdown, ListenerFailureIsAnErrorNotACleanExit) {
+  auto srv = std::make_unique<Server>(shared_model(), shared_tokenizer(), default_options());
+  const int port = srv->bind();
+  std::string error;
+  std::thread t([&] {
+    try {
+      srv->run();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  httplib::Client c("127.0.0.1", port);
+  bool up = false;
+  for (int i = 0; i < 100 && !up; ++i) {
+    auto r = c.Get("/health");
+    up = r && r->status == 200;
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(up);
+  int shut = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    const int fd = std::atoi(e.path().filename().c_str());
+    sockaddr_in a{};
+    socklen_t len = sizeof a;
+    int listening = 0;
+    socklen_t ol = sizeof listening;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0 && a.sin_family == AF_INET &&
+        ntohs(a.sin_port) == port && ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ol) == 0 && listening) {
+      ::shutdown(fd, SHUT_RDWR);
+      ++shut;
+    }
+  }
+  ASSERT_EQ(shut, 1);
+  t.join();
+  EXPECT_NE(error.find("the listening socket failed"), std::string::npos) << "run() returned quietly";
+}
+
+}  // namespace
+}  // namespace k3::server::test
+
