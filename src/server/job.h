@@ -88,6 +88,9 @@ struct Job {
   // the history, starts from it. 0: one token before the prompt's end.
   size_t snapshot_at = 0;
   int64_t n_cached = 0;              // set by the scheduler: prompt tokens reused
+  // Whose prompt-cache snapshots this job may reuse and leaves behind: the request's
+  // `cache_key`, else its `user`, else "" (clients that send neither share one pool).
+  std::string cache_owner;
   GenParams params;
   text::ParserOptions parser;        // chat only
   std::vector<int32_t> script;       // test-only scripted output (replaces sampling)

@@ -61,6 +61,18 @@ bool get_bool(const Json& req, const char* name, bool def) {
   return v.get<bool>();
 }
 
+// The prompt-cache owner (job.h): `cache_key`, else `user`; strings of at most 256 bytes.
+std::string cache_owner_of(const Json& req) {
+  for (const char* name : {"cache_key", "user"}) {
+    const Json& v = field(req, name);
+    if (v.is_null()) continue;
+    if (!v.is_string()) bad_request(name, "'{}' must be a string", name);
+    if (v.get_ref<const std::string&>().size() > 256) bad_request(name, "'{}' is longer than 256 bytes", name);
+    return std::string(name) + ":" + v.get<std::string>();
+  }
+  return {};
+}
+
 // The fields shared by chat and raw completions.
 void read_common(const Json& req, const RequestLimits& lim, GenParams& p, BuiltRequest& out) {
   runtime::SamplerParams& s = p.sampler;
@@ -229,6 +241,7 @@ BuiltRequest build_chat_request(const Json& req, const text::Tokenizer& tok,
   auto job = std::make_shared<Job>();
   job->kind = JobKind::Chat;
   read_common(req, lim, job->params, out);
+  job->cache_owner = cache_owner_of(req);
   std::vector<text::ChatSegment> segs = render(req, lim);
   // Segments tokenize independently, so the history's tokens are the prompt's first ones.
   const auto split = segs.begin() + static_cast<std::ptrdiff_t>(history_segments(req, segs));
@@ -268,6 +281,7 @@ BuiltRequest build_completion_request(const Json& req, const text::Tokenizer& to
   auto job = std::make_shared<Job>();
   job->kind = JobKind::Completion;
   read_common(req, lim, job->params, out);
+  job->cache_owner = cache_owner_of(req);
   if (get_bool(req, "echo", false)) bad_request("echo", "Only no echo is supported");
   if (!field(req, "suffix").is_null()) bad_request("suffix", "'suffix' is not supported");
   if (!field(req, "best_of").is_null() && get_int(req, "best_of", 1, 1, 1 << 20) != 1)

@@ -20,6 +20,7 @@ struct Scheduler::Slot {
   int32_t seq = 0;
   int32_t snap_seq = -1;             // prompt cache sequence; -1: no cache
   std::vector<int32_t> cached;       // the tokens whose state snap_seq holds
+  std::string cached_owner;          // the cache_owner of the job that left it (job.h)
   bool restore = false;              // copy snap_seq into seq before the next decode
   size_t snap_at = 0;                // this job's snapshot point (0: none)
   uint64_t last_job = 0;             // admission counter when the slot last took a job
@@ -147,7 +148,8 @@ void Scheduler::loop() {
         auto worth = [](const Slot& s) { return s.cached.empty() ? 0 : s.last_job; };
         for (Slot& s : slots) {
           if (s.job) continue;
-          size_t r = reusable(s.cached, queue_.front()->prompt);
+          // Only the same owner's snapshot: cached_tokens must not tell one client about another's prompts.
+          size_t r = s.cached_owner == queue_.front()->cache_owner ? reusable(s.cached, queue_.front()->prompt) : 0;
           if (!best || r > best_reuse || (r == best_reuse && worth(s) < worth(*best))) best = &s, best_reuse = r;
         }
         if (!best) break;
@@ -272,6 +274,7 @@ void Scheduler::step(std::vector<Slot>& slots) {
       try {
         engine_->seq_copy(s.seq, s.snap_seq);
         s.cached.assign(s.job->prompt.begin(), s.job->prompt.begin() + static_cast<std::ptrdiff_t>(s.snap_at));
+        s.cached_owner = s.job->cache_owner;
       } catch (const std::exception& e) {
         log::warn("prompt cache snapshot failed (the next turn decodes in full): {}", e.what());
       }

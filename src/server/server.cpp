@@ -45,6 +45,18 @@ void send_json(httplib::Response& res, const Json& j) {
   res.set_content(dump(j), kJson);
 }
 
+// The path label of k3_http_requests_total: one of the server's routes, "/assets" for the
+// page's files, else "other". Raw paths would let any client forge samples and grow the
+// series set without bound.
+std::string route_label(const std::string& path) {
+  static const std::set<std::string> kRoutes = {
+      "/v1/chat/completions", "/chat/completions", "/v1/completions", "/completions", "/health", "/v1/health",
+      "/v1/models", "/models", "/metrics", "/props", "/tokenize", "/detokenize", "/apply-template", "/"};
+  if (kRoutes.count(path)) return path;
+  if (path.rfind("/assets/", 0) == 0) return "/assets";
+  return "other";
+}
+
 bool constant_time_equal(const std::string& a, const std::string& b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
   for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
@@ -360,21 +372,23 @@ void Server::Impl::routes() {
 
   static const std::set<std::string> kPublic = {"/health", "/v1/health", "/v1/models", "/models"};
   h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (draining) {
+    // Answered here, the request's body is never read: the connection must end with this
+    // response, or the body would be parsed as the next request (a desync).
+    auto refuse = [&](int status, const char* type, const std::string& msg) {
       res.set_header("Connection", "close");
-      send_error(res, 503, "unavailable_error", "the server is shutting down");
+      send_error(res, status, type, msg);
       return httplib::Server::HandlerResponse::Handled;
-    }
+    };
+    if (draining) return refuse(503, "unavailable_error", "the server is shutting down");
+    // Ranges are ignored (RFC 9110 lets a server answer the whole representation): the
+    // library would otherwise build one copy of the body per range, on any response.
+    const_cast<httplib::Request&>(req).ranges.clear();
     const std::string origin = req.get_header_value("Origin");
     switch (origins.check(req.get_header_value("Host"), origin)) {
       case OriginPolicy::Verdict::bad_host:
-        send_error(res, 403, "permission_error",
-                   "this server does not answer for that Host name (k3 serve --allowed-hosts)");
-        return httplib::Server::HandlerResponse::Handled;
+        return refuse(403, "permission_error", "this server does not answer for that Host name (k3 serve --allowed-hosts)");
       case OriginPolicy::Verdict::bad_origin:
-        send_error(res, 403, "permission_error",
-                   "requests from that Origin are not allowed (k3 serve --cors)");
-        return httplib::Server::HandlerResponse::Handled;
+        return refuse(403, "permission_error", "requests from that Origin are not allowed (k3 serve --cors)");
       case OriginPolicy::Verdict::cross_allowed:
         res.set_header("Access-Control-Allow-Origin", origin);
         res.set_header("Vary", "Origin");
@@ -396,12 +410,15 @@ void Server::Impl::routes() {
     std::string auth = req.get_header_value("Authorization");
     std::string key = auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : std::string();
     if (constant_time_equal(key, opts.api_key)) return httplib::Server::HandlerResponse::Unhandled;
-    send_error(res, 401, "authentication_error", "Invalid API Key");
-    return httplib::Server::HandlerResponse::Handled;
+    return refuse(401, "authentication_error", "Invalid API Key");
   });
   h.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404) send_error(res, 404, "not_found_error", fmt::format("no endpoint {} {}", req.method, req.path));
+    else if (res.status == 413 && req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0)
+      // The HTTP library caps form bodies at 8 KiB on its own, whatever --max-body says.
+      send_error(res, 413, "invalid_request_error",
+                 "form-urlencoded bodies are limited to 8192 bytes; send the request as application/json");
     else if (res.status == 413)
       send_error(res, 413, "invalid_request_error", fmt::format("the request body is larger than the server's limit of {} bytes (--max-body)", opts.max_body));
     else if (res.status < 500)
@@ -420,7 +437,7 @@ void Server::Impl::routes() {
   });
   h.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     std::lock_guard<std::mutex> lk(count_mu);
-    ++counts[{req.path, res.status}];
+    ++counts[{route_label(req.path), res.status}];
     log::debug("{} {} -> {}", req.method, req.path, res.status);
   });
 

@@ -3,7 +3,11 @@
 // template key, so the built-in K3 renderer applies).
 #pragma once
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <httplib.h>
 
 #include <chrono>
@@ -93,6 +97,26 @@ inline std::vector<std::string> sse_events(const std::string& body) {
     if (ev.rfind("data: ", 0) == 0) out.push_back(ev.substr(6));
     pos = end + 2;
   }
+  return out;
+}
+
+// Sends raw bytes on a fresh loopback connection; returns everything read until the server
+// closes it (requests should carry Connection: close, or end in a way the server closes).
+inline std::string raw_http(int port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return {};
+  }
+  ::send(fd, request.data(), request.size(), 0);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
   return out;
 }
 

@@ -1,10 +1,6 @@
 // server/origin_policy and its use by the server: Host names a loopback server answers
 // (DNS rebinding), Origins it answers (cross-site requests from a browser), CORS preflight.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <string>
 
@@ -55,25 +51,6 @@ TEST(OriginPolicy, FlagsReplaceTheDefaults) {
   EXPECT_EQ(split_list(" a, ,b ,"), (std::vector<std::string>{"a", "b"}));
 }
 
-// One raw HTTP/1.1 request on a fresh connection; returns the whole response.
-std::string raw(int port, const std::string& request) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return {};
-  }
-  ::send(fd, request.data(), request.size(), 0);
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  return out;
-}
-
 std::string chat_post(const std::string& host, const std::string& origin, const std::string& type) {
   const std::string body = R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":2})";
   std::string r = "POST /v1/chat/completions HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n";
@@ -85,12 +62,12 @@ TEST(ServerOrigin, RebindingAndCrossSiteRequestsAreRefused) {
   TestServer s;
   const std::string self = "127.0.0.1:" + std::to_string(s.port());
   // A cross-site form or fetch in text/plain needs no preflight: refused before any work.
-  std::string r = raw(s.port(), chat_post(self, "https://evil.example", "text/plain"));
+  std::string r = raw_http(s.port(), chat_post(self, "https://evil.example", "text/plain"));
   EXPECT_EQ(r.rfind("HTTP/1.1 403", 0), 0u) << r;
   EXPECT_NE(r.find("permission_error"), std::string::npos) << r;
   EXPECT_EQ(r.find("Access-Control-Allow-Origin"), std::string::npos) << r;
   // DNS rebinding: the attacker's name resolving to 127.0.0.1, same-origin to its page.
-  r = raw(s.port(), chat_post("rebind.example:" + std::to_string(s.port()), "http://rebind.example:" +
+  r = raw_http(s.port(), chat_post("rebind.example:" + std::to_string(s.port()), "http://rebind.example:" +
                                   std::to_string(s.port()), "application/json"));
   EXPECT_EQ(r.rfind("HTTP/1.1 403", 0), 0u) << r;
   EXPECT_NE(r.find("--allowed-hosts"), std::string::npos) << r;
@@ -98,9 +75,9 @@ TEST(ServerOrigin, RebindingAndCrossSiteRequestsAreRefused) {
   ASSERT_TRUE(m);
   EXPECT_NE(m->body.find("k3_tokens_predicted_total 0\n"), std::string::npos) << "nothing was generated";
   // The server's own page, and clients that send no Origin, are answered.
-  r = raw(s.port(), chat_post(self, "http://" + self, "application/json"));
+  r = raw_http(s.port(), chat_post(self, "http://" + self, "application/json"));
   EXPECT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << r;
-  r = raw(s.port(), chat_post("localhost:" + std::to_string(s.port()), "", "application/json"));
+  r = raw_http(s.port(), chat_post("localhost:" + std::to_string(s.port()), "", "application/json"));
   EXPECT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << r;
 }
 
@@ -110,18 +87,18 @@ TEST(ServerOrigin, CorsListedOriginGetsPreflightAndHeaders) {
   o.api_key = "sekret";
   TestServer s(o);
   const std::string self = "127.0.0.1:" + std::to_string(s.port());
-  std::string r = raw(s.port(), "OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: " + self +
+  std::string r = raw_http(s.port(), "OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: " + self +
                                     "\r\nOrigin: http://localhost:3000\r\nAccess-Control-Request-Method: POST\r\n"
                                     "Connection: close\r\n\r\n");
   EXPECT_EQ(r.rfind("HTTP/1.1 204", 0), 0u) << r;
   EXPECT_NE(r.find("Access-Control-Allow-Origin: http://localhost:3000"), std::string::npos) << r;
   EXPECT_NE(r.find("Access-Control-Allow-Headers: Authorization, Content-Type"), std::string::npos) << r;
   // Without the key: 401, readable by the page (the CORS header is there).
-  r = raw(s.port(), chat_post(self, "http://localhost:3000", "application/json"));
+  r = raw_http(s.port(), chat_post(self, "http://localhost:3000", "application/json"));
   EXPECT_EQ(r.rfind("HTTP/1.1 401", 0), 0u) << r;
   EXPECT_NE(r.find("Access-Control-Allow-Origin: http://localhost:3000"), std::string::npos) << r;
   // Another origin still gets 403, preflight or not.
-  r = raw(s.port(), "OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: " + self +
+  r = raw_http(s.port(), "OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: " + self +
                         "\r\nOrigin: http://localhost:3001\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(r.rfind("HTTP/1.1 403", 0), 0u) << r;
 }

@@ -55,6 +55,35 @@ TEST(ServerPromptCache, FollowUpTurnStartsFromTheLastHistory) {
   EXPECT_EQ(b["usage"]["prompt_tokens"], c["usage"]["prompt_tokens"]);
 }
 
+// Issue 17 (12): cached_tokens told a client whether another client had sent the same prefix.
+// Snapshots are reused only by the same `cache_key` / `user` (clients sending neither share).
+TEST(ServerPromptCache, ReuseStaysWithinTheSameUser) {
+  ServerOptions o = default_options();
+  o.sched.n_slots = 1;
+  TestServer s(o);
+  Json turn1 = greedy(user_chat("Tell me a story."), 4);
+  turn1["user"] = "alice";
+  ASSERT_EQ(s.post("/v1/chat/completions", turn1).first, 200);
+  Json turn2 = turn1;
+  turn2["messages"].push_back(Json{{"role", "assistant"}, {"content", "Once upon a time."}});
+  turn2["messages"].push_back(Json{{"role", "user"}, {"content", "And then?"}});
+  Json other = turn2;
+  other["user"] = "bob";
+  auto [st_b, b] = s.post("/v1/chat/completions", other);
+  ASSERT_EQ(st_b, 200) << b.dump();
+  EXPECT_EQ(cached_of(b), 0) << "bob learnt of alice's prompt";
+  ASSERT_EQ(s.post("/v1/chat/completions", turn1).first, 200);  // alice again, then her follow-up
+  auto [st_a, a] = s.post("/v1/chat/completions", turn2);
+  ASSERT_EQ(st_a, 200) << a.dump();
+  EXPECT_GT(cached_of(a), 10);
+  Json keyed = turn2;
+  keyed.erase("user");
+  keyed["cache_key"] = "alice";  // cache_key is another owner than user "alice"
+  EXPECT_EQ(cached_of(s.post("/v1/chat/completions", keyed).second), 0);
+  keyed["cache_key"] = 5;
+  EXPECT_EQ(s.post("/v1/chat/completions", keyed).first, 400);
+}
+
 TEST(ServerPromptCache, RepeatedCompletionReusesAllButTheLastToken) {
   TestServer s;
   Json req = greedy(Json{{"prompt", "Once upon a time there was a"}}, 5);
