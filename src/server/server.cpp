@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <map>
@@ -415,10 +416,6 @@ void Server::Impl::routes() {
   h.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404) send_error(res, 404, "not_found_error", fmt::format("no endpoint {} {}", req.method, req.path));
-    else if (res.status == 413 && req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0)
-      // The HTTP library caps form bodies at 8 KiB on its own, whatever --max-body says.
-      send_error(res, 413, "invalid_request_error",
-                 "form-urlencoded bodies are limited to 8192 bytes; send the request as application/json");
     else if (res.status == 413)
       send_error(res, 413, "invalid_request_error", fmt::format("the request body is larger than the server's limit of {} bytes (--max-body)", opts.max_body));
     else if (res.status < 500)
@@ -443,9 +440,9 @@ void Server::Impl::routes() {
 
   // Every handler maps client mistakes to 4xx and never lets an exception escape.
   auto guarded = [](auto fn) {
-    return [fn](const httplib::Request& req, httplib::Response& res) {
+    return [fn](const httplib::Request& req, httplib::Response& res, const auto&... reader) {
       try {
-        fn(req, res);
+        fn(req, res, reader...);
       } catch (const ApiError& e) {
         send_error(res, e.status(), e.type(), e.what(), e.param());
       } catch (const k3::Error& e) {
@@ -460,12 +457,41 @@ void Server::Impl::routes() {
     };
   };
 
-  auto chat = guarded([this](const httplib::Request& req, httplib::Response& res) {
-    Json body = parse_body(req.body);
+  // POST handlers read their body themselves, so --max-body holds for every framing: the
+  // library enforces its payload limit only against Content-Length, not for chunked bodies,
+  // bodies read to EOF, or what a Content-Encoding inflates to.
+  auto with_body = [this, guarded](auto fn) {
+    auto inner = guarded([this, fn](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+      std::string body;
+      bool over = false;
+      const bool ok = reader([&](const char* data, size_t n) {
+        if (n > opts.max_body - body.size()) {
+          over = true;
+          return false;
+        }
+        body.append(data, n);
+        return true;
+      });
+      if (over || !ok) res.set_header("Connection", "close");  // the rest of the body is unread
+      // The library's own refusal of a Content-Length above its payload limit ends the read
+      // too: it is the same limit.
+      const std::string cl = req.get_header_value("Content-Length");
+      if (!ok && !cl.empty() && std::strtoull(cl.c_str(), nullptr, 10) > opts.max_body) over = true;
+      if (over)
+        throw ApiError(413, "invalid_request_error",
+                       fmt::format("the request body (after any Content-Encoding) is larger than the server's limit "
+                                   "of {} bytes (--max-body)", opts.max_body));
+      if (!ok) throw ApiError(400, "invalid_request_error", "the request body could not be read");
+      fn(req, res, body);
+    });
+    return httplib::Server::HandlerWithContentReader(inner);
+  };
+  auto chat = with_body([this](const httplib::Request& req, httplib::Response& res, const std::string& text) {
+    Json body = parse_body(text);
     run_job(build_chat_request(body, *tok, opts.limits), true, req, res);
   });
-  auto completion = guarded([this](const httplib::Request& req, httplib::Response& res) {
-    Json body = parse_body(req.body);
+  auto completion = with_body([this](const httplib::Request& req, httplib::Response& res, const std::string& text) {
+    Json body = parse_body(text);
     run_job(build_completion_request(body, *tok, opts.limits), false, req, res);
   });
   h.Post("/v1/chat/completions", chat);
@@ -506,8 +532,8 @@ void Server::Impl::routes() {
     }
   }
 
-  h.Post("/tokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
-    Json body = parse_body(req.body);
+  h.Post("/tokenize", with_body([this](const httplib::Request&, httplib::Response& res, const std::string& text) {
+    Json body = parse_body(text);
     const Json& content = body.contains("content") ? body["content"] : Json();
     if (!content.is_string()) bad_request("content", "'content' must be a string");
     auto flag = [&](const char* name, bool def) {
@@ -532,8 +558,8 @@ void Server::Impl::routes() {
     }
     send_json(res, Json{{"tokens", std::move(tokens)}});
   }));
-  h.Post("/detokenize", guarded([this](const httplib::Request& req, httplib::Response& res) {
-    Json body = parse_body(req.body);
+  h.Post("/detokenize", with_body([this](const httplib::Request&, httplib::Response& res, const std::string& text) {
+    Json body = parse_body(text);
     const Json& tokens = body.contains("tokens") ? body["tokens"] : Json();
     if (!tokens.is_array()) bad_request("tokens", "'tokens' must be an array of token ids");
     std::vector<int32_t> ids;
@@ -545,8 +571,8 @@ void Server::Impl::routes() {
     }
     send_json(res, Json{{"content", tok->decode(ids, true)}});
   }));
-  h.Post("/apply-template", guarded([this](const httplib::Request& req, httplib::Response& res) {
-    Json body = parse_body(req.body);
+  h.Post("/apply-template", with_body([this](const httplib::Request&, httplib::Response& res, const std::string& text) {
+    Json body = parse_body(text);
     send_json(res, Json{{"prompt", render_chat_prompt(body, opts.limits)}});
   }));
 }

@@ -102,7 +102,8 @@ inline std::vector<std::string> sse_events(const std::string& body) {
 
 // Sends raw bytes on a fresh loopback connection; returns everything read until the server
 // closes it (requests should carry Connection: close, or end in a way the server closes).
-inline std::string raw_http(int port, const std::string& request) {
+// half_close: shut down the sending side after the request (a body that ends at EOF).
+inline std::string raw_http(int port, const std::string& request, bool half_close = false) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -112,7 +113,12 @@ inline std::string raw_http(int port, const std::string& request) {
     ::close(fd);
     return {};
   }
-  ::send(fd, request.data(), request.size(), 0);
+  for (size_t at = 0; at < request.size();) {  // a large request is sent in pieces
+    const ssize_t n = ::send(fd, request.data() + at, request.size() - at, MSG_NOSIGNAL);
+    if (n <= 0) break;  // the server may answer and close before it has read everything
+    at += static_cast<size_t>(n);
+  }
+  if (half_close) ::shutdown(fd, SHUT_WR);
   std::string out;
   char buf[4096];
   for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
