@@ -2,6 +2,9 @@
 // detokenize — and the stop-string matcher the generation path relies on.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <string>
+
 #include "server/stop_matcher.h"
 #include "server_test_util.h"
 
@@ -51,6 +54,44 @@ TEST(ServerEndpoints, TokenizeDetokenizeRoundTrip) {
   EXPECT_EQ(p["tokens"][0]["piece"], Json::array({0xC3}));  // not UTF-8 alone: bytes
   expect_error(s.post("/detokenize", Json{{"tokens", Json::array({99999})}}), 400, "invalid_request_error");
   expect_error(s.post("/tokenize", Json{{"content", 5}}), 400, "invalid_request_error");
+  auto [st5, q] = s.post("/tokenize", Json{{"content", "h\"<|open|>"}, {"with_pieces", true}});
+  ASSERT_EQ(st5, 200);
+  EXPECT_EQ(q["tokens"], Json::parse(R"([{"id":104,"piece":"h"},{"id":34,"piece":"\""},{"id":259,"piece":"<|open|>"}])"));
+}
+
+// Peak RSS of this process in KiB (VmHWM), after resetting it (clear_refs 5).
+static long reset_peak_kib() {
+  std::ofstream("/proc/self/clear_refs") << "5";
+  return 0;
+}
+static long peak_kib() {
+  std::ifstream f("/proc/self/status");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  return -1;
+}
+static long rss_kib() {
+  std::ifstream f("/proc/self/status");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  return -1;
+}
+
+// Issue 17 (9): /tokenize with pieces built a Json tree of ~240 bytes per token (2 MB of
+// text: +512 MB). Written as text now: the peak grows by a few dozen bytes per token.
+TEST(ServerEndpoints, TokenizeWithPiecesStaysSmall) {
+  TestServer s;
+  const std::string text(2'000'000, 'a');  // 2M tokens in the byte-level vocabulary
+  const std::string body = Json{{"content", text}, {"with_pieces", true}}.dump();
+  reset_peak_kib();
+  const long before = rss_kib();
+  auto res = s.client()->Post("/tokenize", body, "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  const long growth_mib = (peak_kib() - before) / 1024;
+  EXPECT_NE(res->body.find(R"({"id":97,"piece":"a"})"), std::string::npos);
+  // The response is ~44 MB of text, held by the server and by the client here.
+  EXPECT_LT(growth_mib, 220) << "peak RSS grew by " << growth_mib << " MiB";
 }
 
 std::string run_matcher(std::vector<std::string> stops, const std::vector<std::string>& chunks, bool* hit) {
