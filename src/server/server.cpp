@@ -5,6 +5,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -56,6 +57,33 @@ std::string route_label(const std::string& path) {
   if (kRoutes.count(path)) return path;
   if (path.rfind("/assets/", 0) == 0) return "/assets";
   return "other";
+}
+
+// What makes a request's body boundaries ambiguous (RFC 9112 §6): where two parties could
+// disagree on where the body ends, a proxy in front and this server would see different
+// requests (smuggling). Such requests are refused before the body is read; "" when fine.
+std::string framing_error(const httplib::Request& req) {
+  const size_t n_cl = req.get_header_value_count("Content-Length");
+  const size_t n_te = req.get_header_value_count("Transfer-Encoding");
+  std::string cl;
+  for (size_t i = 0; i < n_cl; ++i) {
+    const std::string v = req.get_header_value("Content-Length", i);
+    if (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos)
+      return fmt::format("Content-Length '{}' is not a decimal number", v.substr(0, 40));
+    if (i > 0 && v != cl) return "the request has two different Content-Length values";
+    cl = v;
+  }
+  if (n_te > 0) {
+    if (n_cl > 0) return "the request has both Content-Length and Transfer-Encoding";
+    std::string te = req.get_header_value("Transfer-Encoding");
+    for (char& c : te) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (n_te > 1 || te != "chunked")
+      return "Transfer-Encoding other than a single 'chunked' is not supported";
+  }
+  const bool has_body = n_te > 0 || (n_cl > 0 && cl.find_first_not_of('0') != std::string::npos);
+  if (has_body && req.method != "POST")
+    return fmt::format("a {} request must not carry a body", req.method);
+  return {};
 }
 
 bool constant_time_equal(const std::string& a, const std::string& b) {
@@ -381,6 +409,7 @@ void Server::Impl::routes() {
       return httplib::Server::HandlerResponse::Handled;
     };
     if (draining) return refuse(503, "unavailable_error", "the server is shutting down");
+    if (std::string bad = framing_error(req); !bad.empty()) return refuse(400, "invalid_request_error", bad);
     // Ranges are ignored (RFC 9110 lets a server answer the whole representation): the
     // library would otherwise build one copy of the body per range, on any response.
     const_cast<httplib::Request&>(req).ranges.clear();

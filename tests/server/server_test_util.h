@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <httplib.h>
@@ -119,9 +120,25 @@ inline std::string raw_http(int port, const std::string& request, bool half_clos
     at += static_cast<size_t>(n);
   }
   if (half_close) ::shutdown(fd, SHUT_WR);
+  // Read until the server closes, or until one whole response (headers + Content-Length
+  // bytes) has arrived and nothing more comes for 300 ms: the HTTP library keeps a socket it
+  // has answered with Connection: close open until its own read timeout (5 s).
   std::string out;
   char buf[4096];
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
+  auto complete = [&out] {
+    const size_t end = out.find("\r\n\r\n");
+    if (end == std::string::npos) return false;
+    const size_t cl = out.find("Content-Length: ");
+    if (cl == std::string::npos || cl > end) return false;
+    return out.size() >= end + 4 + std::stoull(out.substr(cl + 16));
+  };
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, complete() ? 300 : 30000) <= 0) break;
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
   ::close(fd);
   return out;
 }

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "server_test_util.h"
 
@@ -117,6 +118,37 @@ TEST(HttpHostile, MaxBodyHoldsForEveryFraming) {
   std::snprintf(size, sizeof size, "%zx", ok.size());
   r = raw_http(s.port(), head + "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + size + "\r\n" + ok + "\r\n0\r\n\r\n");
   EXPECT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << r.substr(0, 300);
+}
+
+// (15, in part) Ambiguous framing is refused before the body is read, and the connection
+// closes: lenient Content-Length, two different lengths, Content-Length with
+// Transfer-Encoding, a coding other than chunked, a body on GET/OPTIONS.
+TEST(HttpHostile, AmbiguousFramingIsRefused) {
+  TestServer s;
+  const std::string post = "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n";
+  const std::string body = R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":1})";
+  const std::string n = std::to_string(body.size());
+  const std::vector<std::string> bad = {
+      post + "Content-Length: " + n + "abc\r\n\r\n" + body,
+      post + "Content-Length: +" + n + "\r\n\r\n" + body,
+      post + "Content-Length: " + n + ", 3\r\n\r\n" + body,
+      post + "Content-Length: " + n + "\r\nContent-Length: 3\r\n\r\n" + body,
+      post + "Content-Length: " + n + "\r\nTransfer-Encoding: chunked\r\n\r\n" + body,
+      post + "Transfer-Encoding: gzip, chunked\r\n\r\n" + body,
+      post + "Transfer-Encoding: identity\r\n\r\n" + body,
+      "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 40\r\n\r\nGET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n",
+      "OPTIONS /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+  };
+  for (const std::string& req : bad) {
+    const std::string r = raw_http(s.port(), req);
+    EXPECT_TRUE(r.rfind("HTTP/1.1 400", 0) == 0) << req.substr(0, 160) << "\n->\n" << r.substr(0, 300);
+    EXPECT_EQ(count(r, "HTTP/1.1 "), 1u) << "more than one answer on one connection:\n" << r.substr(0, 600);
+    EXPECT_NE(r.find("Connection: close"), std::string::npos) << r.substr(0, 300);
+  }
+  // The same request framed plainly is answered.
+  const std::string r = raw_http(s.port(), post + "Connection: close\r\nContent-Length: " + n + "\r\n\r\n" + body);
+  EXPECT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << r.substr(0, 300);
+  expect_health(s);
 }
 
 }  // namespace
