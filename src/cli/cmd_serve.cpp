@@ -158,7 +158,7 @@ int cmd_serve(int argc, char** argv) {
     store::EngineShape shape;
     shape.n_ctx = o.sched.n_ctx > 0 ? o.sched.n_ctx
                                     : (model->hparams().n_ctx_train ? model->hparams().n_ctx_train : 4096);
-    shape.n_seq = o.sched.n_slots;
+    shape.n_seq = o.sched.n_sequences();  // the snapshots are sequences too (--no-prompt-cache halves it)
     shape.n_ubatch = o.sched.n_batch;
     store::install_store(*model, mem, shape);  // --ram-budget: /metrics gains k3_expert_* lines
   }

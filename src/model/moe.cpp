@@ -138,6 +138,21 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   if (w.has_shared) sh.resize(static_cast<size_t>(n * E));
   for (size_t g0 = 0; g0 < active.size(); g0 += kExpertGroup) {
     const size_t g1 = std::min(active.size(), g0 + kExpertGroup);
+    // The group's experts are released even when a read or a matmul throws: a store's pins
+    // would otherwise stay taken for good and its cache shrink with every failure.
+    struct GroupPins {
+      ExpertSource& src;
+      uint32_t il;
+      std::vector<int32_t> held;
+      ~GroupPins() {
+        for (int32_t e : held) {
+          try {
+            src.release(il, e);
+          } catch (...) {  // nothing sensible to do while an exception is already in flight
+          }
+        }
+      }
+    } pins{src, il, {}};
     jobs.clear();
     for (size_t i = g0; i < g1; ++i) {
       Slot& sl = slots[i - g0];
@@ -153,6 +168,7 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
       sl.h.resize(static_cast<size_t>(m * Fe));
       sl.y.resize(static_cast<size_t>(m * L));
       sl.ew = src.acquire(il, active[i]);
+      pins.held.push_back(active[i]);
       kernels::MatmulJob j;
       j.w = sl.ew.gate;
       j.up = &sl.ew.up;
@@ -176,6 +192,7 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
     }
     if (g0 == 0 && w.has_shared) jobs.push_back({.w = w.shared.down, .x = sh_h.data(), .n_tok = n, .y = sh.data()});
     b.mm.batch(jobs);
+    pins.held.clear();  // released one by one below
     for (size_t i = g0; i < g1; ++i) {
       const int32_t e = active[i];
       const auto& toks = by_exp[e];

@@ -39,7 +39,7 @@ Scheduler::Scheduler(std::shared_ptr<const model::Model> model,
   if (opts_.n_batch < 1) opts_.n_batch = 1;
   runtime::EngineOptions eo;
   eo.n_threads = opts_.n_threads;
-  eo.n_seq_max = opts_.n_slots * (opts_.prompt_cache ? 2 : 1);
+  eo.n_seq_max = opts_.n_sequences();
   eo.n_ctx = opts_.n_ctx;
   engine_ = std::make_unique<runtime::Engine>(std::move(model), eo);
   n_ctx_ = engine_->n_ctx();

@@ -43,6 +43,9 @@ struct SchedulerOptions {
   int64_t n_batch = 512;      // prompt tokens per step, all slots together
   size_t queue_max = 64;      // waiting jobs beyond the slots
   bool prompt_cache = true;   // keep a per-slot prompt snapshot for reuse
+  // Engine sequences the scheduler holds: one per slot, and one more per slot for its
+  // prompt-cache snapshot. A memory plan must count all of them.
+  int n_sequences() const { return n_slots * (prompt_cache ? 2 : 1); }
 };
 
 // Counters and gauges for /metrics (a consistent snapshot).

@@ -1,0 +1,35 @@
+// `k3 serve --ram-budget` plans memory for every engine sequence the scheduler holds: with
+// the prompt cache a slot has two (its sequence and its snapshot), so the planned state is
+// twice that of --no-prompt-cache (issue 17, item 17: the plan counted one per slot).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace {
+
+double planned_state_mib(const std::string& extra) {
+  const std::string log = testing::TempDir() + "serve_plan.txt";
+  const std::string cmd = std::string("timeout -s INT 2 '") + K3_BINARY + "' serve -m '" + K3_TEST_DATA_DIR +
+                          "/golden/small-q8_0.gguf' --port 0 --parallel 2 -c 2048 -t 1 --ram-budget 2G " + extra +
+                          " 2>'" + log + "' >/dev/null";
+  (void)std::system(cmd.c_str());
+  std::ifstream f(log);
+  const std::string text((std::istreambuf_iterator<char>(f)), {});
+  const size_t at = text.find("  state ");
+  if (at == std::string::npos) {
+    ADD_FAILURE() << text;
+    return 0;
+  }
+  return std::stod(text.substr(at + 8));
+}
+
+TEST(ServePlan, PromptCacheSnapshotsAreCounted) {
+  const double with = planned_state_mib(""), without = planned_state_mib("--no-prompt-cache");
+  ASSERT_GT(without, 0);
+  EXPECT_NEAR(with / without, 2.0, 0.02) << with << " MiB vs " << without << " MiB";
+}
+
+}  // namespace
