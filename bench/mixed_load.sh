@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# bench/mixed_load.sh [K3_BINARY] [MODEL] [seconds=60] [clients=8]: issue 17's mixed load.
+# CLIENTS well-behaved streaming chat clients run for SECONDS against `k3 serve` (8 slots),
+# first alone (quiet), then while bench/hostile_loop.mjs attacks the same server in a loop.
+# Prints both load lines (errors, p50/p95 latency), the hostile client's summary, the p95
+# ratio, and the server's peak RSS; exits 1 if the server died.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+k3="${1:-$root/build/bin/k3}"
+model="${2:-$root/tests/data/golden/small-q8_0.gguf}"
+seconds="${3:-60}"; clients="${4:-8}"
+tmp="$(mktemp -d)"
+cleanup() { [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+"$k3" serve -m "$model" --port 0 -c 2048 --parallel 8 -t 1 2> "$tmp/serve.log" &
+pid=$!
+port=""
+for _ in $(seq 1 300); do
+  port="$(sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/serve.log" | head -1)"
+  [ -n "$port" ] && break
+  sleep 0.1
+done
+[ -n "$port" ] || { cat "$tmp/serve.log" >&2; exit 1; }
+url="http://127.0.0.1:$port"
+quiet="$(node "$root/bench/load_serve.mjs" "$url" "$clients" "$seconds" 64)"
+echo "quiet:   $quiet"
+node "$root/bench/hostile_loop.mjs" "$url" "$((seconds + 5))" > "$tmp/hostile.json" &
+hostile=$!
+sleep 2
+loaded="$(node "$root/bench/load_serve.mjs" "$url" "$clients" "$seconds" 64)"
+echo "hostile: $loaded"
+wait "$hostile"
+echo "attacker: $(cat "$tmp/hostile.json")"
+kill -0 "$pid" 2>/dev/null || { echo "mixed_load: k3 serve died" >&2; cat "$tmp/serve.log" >&2; exit 1; }
+node -e 'const q=JSON.parse(process.argv[1]), h=JSON.parse(process.argv[2]);
+  console.log(`p95 ratio (hostile/quiet): ${(h.latency_ms_p95/q.latency_ms_p95).toFixed(2)}; errors quiet ${q.errors}, hostile ${h.errors}`);' "$quiet" "$loaded"
+echo "server peak RSS: $(grep VmHWM /proc/$pid/status | awk '{print $2/1024 " MiB"}')"
