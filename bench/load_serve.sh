@@ -5,20 +5,13 @@
 # requests/s, generated tokens/s and latency percentiles, then the server's /metrics summary.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$root/scripts/lib/serve.sh"
 k3="${1:-$root/build/bin/k3}"
 model="${2:-$root/tests/data/golden/small-q8_0.gguf}"
 clients="${3:-8}"; seconds="${4:-60}"; parallel="${5:-8}"; threads="${6:-0}"
 tmp="$(mktemp -d)"
 cleanup() { [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
-"$k3" serve -m "$model" --port 0 -c 2048 --parallel "$parallel" -t "$threads" 2> "$tmp/serve.log" &
-pid=$!
-port=""
-for _ in $(seq 1 300); do
-  port="$(sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/serve.log" | head -1)"
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || { cat "$tmp/serve.log" >&2; exit 1; }
+k3_serve_start "$tmp/serve.log" "$k3" -m "$model" -c 2048 --parallel "$parallel" -t "$threads"
 node "$root/bench/load_serve.mjs" "http://127.0.0.1:$port" "$clients" "$seconds" 64
 curl -s "http://127.0.0.1:$port/metrics" | grep -E '^k3_(tokens_predicted_total|n_decode_total|n_tokens_max|requests_(finished|failed|cancelled)_total) '

@@ -6,21 +6,14 @@
 # ratio, and the server's peak RSS; exits 1 if the server died.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$root/scripts/lib/serve.sh"
 k3="${1:-$root/build/bin/k3}"
 model="${2:-$root/tests/data/golden/small-q8_0.gguf}"
 seconds="${3:-60}"; clients="${4:-8}"
 tmp="$(mktemp -d)"
 cleanup() { [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
-"$k3" serve -m "$model" --port 0 -c 2048 --parallel 8 -t 1 2> "$tmp/serve.log" &
-pid=$!
-port=""
-for _ in $(seq 1 300); do
-  port="$(sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/serve.log" | head -1)"
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || { cat "$tmp/serve.log" >&2; exit 1; }
+k3_serve_start "$tmp/serve.log" "$k3" -m "$model" -c 2048 --parallel 8 -t 1
 url="http://127.0.0.1:$port"
 quiet="$(node "$root/bench/load_serve.mjs" "$url" "$clients" "$seconds" 64)"
 echo "quiet:   $quiet"

@@ -119,8 +119,10 @@ std::unique_ptr<AtomicFile> write_shard(const std::string& path,
       scratch.assign(t.nbytes, 0);
       s.fill(scratch.data(), t.nbytes);
       out->write(scratch.data(), t.nbytes);
+      if (opt.on_written) opt.on_written(s, t.nbytes);
     } else if (s.data) {
       out->write(s.data, t.nbytes);
+      if (opt.on_written) opt.on_written(s, t.nbytes);
     } else if (opt.sparse_holes) {
       out->skip(t.nbytes);
     } else {

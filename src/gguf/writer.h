@@ -37,6 +37,9 @@ struct SplitOptions {
 struct WriteOptions {
   SplitOptions split;
   bool sparse_holes = false;  // tensors without data/fill become holes instead of zeros
+  // Called after each tensor's bytes (from fill or data; not holes or zeros) are written:
+  // progress for writers whose tensors need no fill of their own.
+  std::function<void(const TensorSpec&, uint64_t nbytes)> on_written;
 };
 
 // Writes `path` (or path-0000i-of-0000N.gguf shards when splitting; `path` may be given with

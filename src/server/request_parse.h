@@ -25,7 +25,6 @@ struct RequestLimits {
   size_t max_tools = 512;
   size_t max_stop = 16;
   size_t max_stop_bytes = 1024;
-  int max_json_depth = 128;
   int64_t reasoning_budget = -1;       // server default (--reasoning-budget)
   std::string reasoning_budget_message;
 };

@@ -47,15 +47,18 @@ void send_json(httplib::Response& res, const Json& j) {
   res.set_content(dump(j), kJson);
 }
 
+// The chat page's files (webui.h): "/" and everything under /assets/.
+bool is_page_path(const std::string& path) { return path == "/" || path.rfind("/assets/", 0) == 0; }
+
 // The path label of k3_http_requests_total: one of the server's routes, "/assets" for the
 // page's files, else "other". Raw paths would let any client forge samples and grow the
 // series set without bound.
 std::string route_label(const std::string& path) {
   static const std::set<std::string> kRoutes = {
       "/v1/chat/completions", "/chat/completions", "/v1/completions", "/completions", "/health", "/v1/health",
-      "/v1/models", "/models", "/metrics", "/props", "/tokenize", "/detokenize", "/apply-template", "/"};
+      "/v1/models", "/models", "/metrics", "/props", "/tokenize", "/detokenize", "/apply-template"};
   if (kRoutes.count(path)) return path;
-  if (path.rfind("/assets/", 0) == 0) return "/assets";
+  if (is_page_path(path)) return path == "/" ? path : "/assets";
   return "other";
 }
 
@@ -435,7 +438,7 @@ void Server::Impl::routes() {
     }
     if (opts.api_key.empty() || kPublic.count(req.path)) return httplib::Server::HandlerResponse::Unhandled;
     // The page's files are the same for everyone; the page asks for the key itself.
-    if (opts.webui && (req.path == "/" || req.path.rfind("/assets/", 0) == 0))
+    if (opts.webui && is_page_path(req.path))
       return httplib::Server::HandlerResponse::Unhandled;
     std::string auth = req.get_header_value("Authorization");
     std::string key = auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : std::string();
@@ -469,9 +472,9 @@ void Server::Impl::routes() {
 
   // Every handler maps client mistakes to 4xx and never lets an exception escape.
   auto guarded = [](auto fn) {
-    return [fn](const httplib::Request& req, httplib::Response& res, const auto&... reader) {
+    return [fn](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
       try {
-        fn(req, res, reader...);
+        fn(req, res, reader);
       } catch (const ApiError& e) {
         send_error(res, e.status(), e.type(), e.what(), e.param());
       } catch (const k3::Error& e) {
@@ -488,7 +491,7 @@ void Server::Impl::routes() {
 
   // POST handlers read their body themselves, so --max-body holds for every framing: the
   // library enforces its payload limit only against Content-Length, not for chunked bodies,
-  // bodies read to EOF, or what a Content-Encoding inflates to.
+  // bodies read to EOF, or what a Content-Encoding inflates to. fn gets the parsed body.
   auto with_body = [this, guarded](auto fn) {
     auto inner = guarded([this, fn](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
       std::string body;
@@ -511,16 +514,14 @@ void Server::Impl::routes() {
                        fmt::format("the request body (after any Content-Encoding) is larger than the server's limit "
                                    "of {} bytes (--max-body)", opts.max_body));
       if (!ok) throw ApiError(400, "invalid_request_error", "the request body could not be read");
-      fn(req, res, body);
+      fn(req, res, parse_body(body));
     });
     return httplib::Server::HandlerWithContentReader(inner);
   };
-  auto chat = with_body([this](const httplib::Request& req, httplib::Response& res, const std::string& text) {
-    Json body = parse_body(text);
+  auto chat = with_body([this](const httplib::Request& req, httplib::Response& res, const Json& body) {
     run_job(build_chat_request(body, *tok, opts.limits), true, req, res);
   });
-  auto completion = with_body([this](const httplib::Request& req, httplib::Response& res, const std::string& text) {
-    Json body = parse_body(text);
+  auto completion = with_body([this](const httplib::Request& req, httplib::Response& res, const Json& body) {
     run_job(build_completion_request(body, *tok, opts.limits), false, req, res);
   });
   h.Post("/v1/chat/completions", chat);
@@ -561,8 +562,7 @@ void Server::Impl::routes() {
     }
   }
 
-  h.Post("/tokenize", with_body([this](const httplib::Request&, httplib::Response& res, const std::string& text) {
-    Json body = parse_body(text);
+  h.Post("/tokenize", with_body([this](const httplib::Request&, httplib::Response& res, const Json& body) {
     const Json& content = body.contains("content") ? body["content"] : Json();
     if (!content.is_string()) bad_request("content", "'content' must be a string");
     auto flag = [&](const char* name, bool def) {
@@ -600,8 +600,7 @@ void Server::Impl::routes() {
     res.status = 200;
     res.set_content(std::move(out), kJson);
   }));
-  h.Post("/detokenize", with_body([this](const httplib::Request&, httplib::Response& res, const std::string& text) {
-    Json body = parse_body(text);
+  h.Post("/detokenize", with_body([this](const httplib::Request&, httplib::Response& res, const Json& body) {
     const Json& tokens = body.contains("tokens") ? body["tokens"] : Json();
     if (!tokens.is_array()) bad_request("tokens", "'tokens' must be an array of token ids");
     std::vector<int32_t> ids;
@@ -613,8 +612,7 @@ void Server::Impl::routes() {
     }
     send_json(res, Json{{"content", tok->decode(ids, true)}});
   }));
-  h.Post("/apply-template", with_body([this](const httplib::Request&, httplib::Response& res, const std::string& text) {
-    Json body = parse_body(text);
+  h.Post("/apply-template", with_body([this](const httplib::Request&, httplib::Response& res, const Json& body) {
     send_json(res, Json{{"prompt", render_chat_prompt(body, opts.limits)}});
   }));
 }

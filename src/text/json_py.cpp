@@ -37,6 +37,7 @@ namespace {
 class ExactBuilder {
  public:
   using string_t = Json::string_t;
+  explicit ExactBuilder(std::size_t max_depth = kMaxJsonDepth) : max_depth_(max_depth) {}
   Json root;
   std::size_t error_pos = 0;
   std::string error_msg;
@@ -74,6 +75,7 @@ class ExactBuilder {
   };
   std::vector<Frame> stack_;
   string_t key_;
+  std::size_t max_depth_;
   bool too_deep_ = false;
 
   Json* place(Json&& v) {
@@ -102,7 +104,7 @@ class ExactBuilder {
     return true;
   }
   bool open(Json&& v) {
-    if (stack_.size() >= kMaxJsonDepth) {
+    if (stack_.size() >= max_depth_) {
       too_deep_ = true;
       return false;
     }
@@ -142,12 +144,12 @@ std::optional<Json> try_parse_json_exact(std::string_view text) {
   return std::move(b.root);
 }
 
-Json parse_json_exact(std::string_view text, std::string_view what) {
-  ExactBuilder b;
+Json parse_json_exact(std::string_view text, std::string_view what, std::size_t max_depth) {
+  ExactBuilder b(max_depth);
   bool ok = Json::sax_parse(text.begin(), text.end(), &b, nlohmann::detail::input_format_t::json, true);
   if (!ok) {
     destroy_flat(std::move(b.root));
-    if (b.too_deep()) fail("{}: nested deeper than {} levels", what, kMaxJsonDepth);
+    if (b.too_deep()) fail("{}: nested deeper than {} levels", what, max_depth);
     std::string msg = b.error_msg;
     // nlohmann prefixes "[json.exception.parse_error.101] parse error at line 1, column 5: ".
     if (auto p = msg.find("] "); p != std::string::npos) msg = msg.substr(p + 2);

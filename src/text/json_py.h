@@ -24,12 +24,13 @@ constexpr std::uint64_t kBigIntSubtype = 0x4b33;
 bool is_big_int(const Json& v);
 Json make_big_int(std::string_view digits);
 
-// Arrays and objects nested deeper than this are refused by both parsers.
+// Arrays and objects nested deeper than this are refused by both parsers (a caller may ask
+// for less).
 constexpr std::size_t kMaxJsonDepth = 256;
 
 // Parses a JSON text. Throws k3::Error naming `what` and the byte offset on bad input, or
-// the nesting when deeper than kMaxJsonDepth.
-Json parse_json_exact(std::string_view text, std::string_view what = "JSON");
+// the nesting when deeper than max_depth.
+Json parse_json_exact(std::string_view text, std::string_view what = "JSON", std::size_t max_depth = kMaxJsonDepth);
 // Same, but returns nullopt instead of throwing (Python json.loads failing).
 std::optional<Json> try_parse_json_exact(std::string_view text);
 

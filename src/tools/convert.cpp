@@ -486,7 +486,6 @@ ConvertResult convert_hf(const ConvertOptions& opt) {
   std::vector<gguf::TensorSpec> specs;
   specs.reserve(pl.plans.size());
   size_t idx = 0;
-  Progress* bar = nullptr;  // set below, before the writer calls any fill
   for (const Plan& p : pl.plans) {
     gguf::TensorSpec s;
     s.name = p.name;
@@ -495,16 +494,12 @@ ConvertResult convert_hf(const ConvertOptions& opt) {
     res.bytes_in += p.bytes_in;
     res.bytes_out += quant::row_bytes(p.type, p.ne0) * static_cast<uint64_t>(p.nrows);
     if (p.raw) {
-      const uint8_t* raw = static_cast<const uint8_t*>(p.raw);
-      s.fill = [raw, &bar](uint8_t* dst, uint64_t nbytes) {
-        std::memcpy(dst, raw, nbytes);
-        bar->advance(nbytes);
-      };
+      s.data = p.raw;
     } else {
       const Plan* pp = &p;
       const size_t n_total = pl.plans.size();
       const size_t my = ++idx;
-      s.fill = [pp, &pool, &opt, my, n_total, &bar](uint8_t* dst, uint64_t nbytes) {
+      s.fill = [pp, &pool, &opt, my, n_total](uint8_t* dst, uint64_t nbytes) {
         const size_t rb = quant::row_bytes(pp->type, pp->ne0);
         if (rb * static_cast<uint64_t>(pp->nrows) != nbytes) fail("internal: tensor '{}' size mismatch", pp->name);
         if (opt.verbose) log::info("[{}/{}] {} {} {}", my, n_total, pp->name, quant::type_name(pp->type), fmt::join(pp->ne, "x"));
@@ -523,7 +518,6 @@ ConvertResult convert_hf(const ConvertOptions& opt) {
             },
             std::max<int64_t>(1, 65536 / std::max<int64_t>(1, pp->ne0)));
         if (err) std::rethrow_exception(err);
-        bar->advance(nbytes, pp->name);
       };
     }
     specs.push_back(std::move(s));
@@ -531,7 +525,7 @@ ConvertResult convert_hf(const ConvertOptions& opt) {
   gguf::WriteOptions wo;
   wo.split.max_bytes = opt.split_max_bytes;
   Progress progress(res.bytes_out, "convert", opt.progress && !opt.verbose);
-  bar = &progress;
+  wo.on_written = [&progress](const gguf::TensorSpec& t, uint64_t n) { progress.advance(n, t.name); };
   res.files = gguf::write_gguf(opt.out_path, kvs, specs, wo);
   progress.finish();
   res.n_tensors = specs.size();

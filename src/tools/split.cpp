@@ -3,7 +3,6 @@
 
 #include <cctype>
 #include <chrono>
-#include <cstring>
 
 #include "core/error.h"
 #include "gguf/file.h"
@@ -48,14 +47,11 @@ ShardingResult copy_model(const std::string& input, const std::string& output, b
     s.name = t.name;
     s.ne = t.ne;
     s.type = t.type;
-    const gguf::TensorInfo* tp = &t;
-    s.fill = [tp, &progress](uint8_t* dst, uint64_t n) {
-      std::memcpy(dst, tp->data, n);
-      progress.advance(n, tp->name);
-    };
+    s.data = t.data;  // written straight from the mapping
     specs.push_back(std::move(s));
   }
   gguf::WriteOptions wo;
+  wo.on_written = [&progress](const gguf::TensorSpec& t, uint64_t n) { progress.advance(n, t.name); };
   std::string path = output;
   if (keep_split_layout) {
     wo.split = split;

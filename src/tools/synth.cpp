@@ -462,8 +462,7 @@ SynthResult write_synth(const std::string& path, const SynthConfig& c, bool prog
   std::vector<gguf::TensorSpec> specs;
   specs.reserve(plan.size());
   SynthResult r;
-  uint64_t filled = 0;
-  Progress* bar = nullptr;  // set before the writer calls any fill
+  uint64_t filled = 0;  // bytes the writer fills (the rest are holes)
   for (const SynthTensor& t : plan) {
     gguf::TensorSpec s;
     s.name = t.name;
@@ -473,10 +472,7 @@ SynthResult write_synth(const std::string& path, const SynthConfig& c, bool prog
     // size); every matrix is a hole, which decodes as zero weights and costs no disk.
     if (!c.sparse || t.ne.size() == 1) {
       const SynthTensor* tp = &t;
-      s.fill = [tp, &c, &bar](uint8_t* dst, uint64_t nbytes) {
-        fill_tensor(*tp, c, dst);
-        bar->advance(nbytes, tp->name);
-      };
+      s.fill = [tp, &c](uint8_t* dst, uint64_t) { fill_tensor(*tp, c, dst); };
       filled += t.nbytes;
     }
     r.tensor_bytes += t.nbytes;
@@ -486,7 +482,7 @@ SynthResult write_synth(const std::string& path, const SynthConfig& c, bool prog
   opt.sparse_holes = c.sparse;
   if (c.shards > 1) opt.split.max_bytes = shard_cap(plan, c.shards);
   Progress progress(filled, "synth", progress_on);
-  bar = &progress;
+  opt.on_written = [&progress](const gguf::TensorSpec& t, uint64_t n) { progress.advance(n, t.name); };
   r.files = gguf::write_gguf(path, kvs, specs, opt);
   progress.finish();
   r.n_tensors = plan.size();

@@ -7,6 +7,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
+. "$root/scripts/lib/serve.sh"
 k3="${1:-${K3_BINARY:-$root/build/bin/k3}}"
 [ -x "$k3" ] || { echo "run.sh: no k3 binary at $k3 (pass it as the first argument)" >&2; exit 2; }
 command -v node >/dev/null || { echo "run.sh: node is required" >&2; exit 2; }
@@ -27,16 +28,7 @@ start_server() {
   local log="$1"; shift
   local model=(-m "$root/tests/data/golden/small-q8_0.gguf")
   [ "${MODEL:-}" = embedded ] && model=()
-  "$k3" serve "${model[@]}" --port 0 -c 4096 -t 1 "$@" 2> "$log" &
-  pid=$!
-  port=""
-  for _ in $(seq 1 300); do
-    port="$(sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1)"
-    [ -n "$port" ] && return 0
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  echo "run.sh: k3 serve did not start" >&2; cat "$log" >&2; exit 1
+  k3_serve_start "$log" "$k3" "${model[@]}" -c 4096 -t 1 "$@"
 }
 start_server "$tmp/serve.log" --api-key e2e-key --scripted-output "$tmp/scripts.json"
 K3_BASE_URL="http://127.0.0.1:$port/v1" node --test --test-concurrency=1 "$here/openai_client.test.mjs"

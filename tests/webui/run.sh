@@ -8,6 +8,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
+. "$root/scripts/lib/serve.sh"
 k3="${1:-${K3_BINARY:-$root/build/bin/k3}}"
 [ -x "$k3" ] || { echo "webui/run.sh: no k3 binary at $k3 (pass it as the first argument)" >&2; exit 2; }
 command -v node >/dev/null || { echo "webui/run.sh: node is required" >&2; exit 2; }
@@ -36,17 +37,8 @@ const scripts = [
 process.stdout.write(JSON.stringify(scripts));
 ' > "$tmp/scripts.json"
 key="webui-test-key"
-"$k3" serve -m "$root/tests/data/golden/small-q8_0.gguf" --port 0 -c 4096 -t 1 --api-key "$key" \
-  --scripted-output "$tmp/scripts.json" 2> "$tmp/serve.log" &
-pid=$!
-port=""
-for _ in $(seq 1 300); do
-  port="$(sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/serve.log" | head -1)"
-  [ -n "$port" ] && break
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "webui/run.sh: k3 serve did not start" >&2; cat "$tmp/serve.log" >&2; exit 1; }
+k3_serve_start "$tmp/serve.log" "$k3" -m "$root/tests/data/golden/small-q8_0.gguf" -c 4096 -t 1 --api-key "$key" \
+  --scripted-output "$tmp/scripts.json"
 K3_BASE="http://127.0.0.1:$port" K3_KEY="$key" node --test --test-concurrency=1 "$here/chat_page.test.mjs" \
   || { echo "webui/run.sh: chat page tests failed; server log:" >&2; cat "$tmp/serve.log" >&2; exit 1; }
 kill -TERM "$pid"; rc=0; wait "$pid" || rc=$?; pid=""
