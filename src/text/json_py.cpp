@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "text/unicode_lower.h"
 
 namespace k3::text {
 
@@ -237,13 +238,6 @@ std::string py_json_string(std::string_view s) {
   return out;
 }
 
-static std::string ascii_lower(std::string_view s) {
-  std::string r(s);
-  for (char& c : r)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return r;
-}
-
 static void dump_to(std::string& out, const Json& v, const DumpStyle& st) {
   switch (v.type()) {
     case Json::value_t::null: out += "null"; return;
@@ -277,9 +271,20 @@ static void dump_to(std::string& out, const Json& v, const DumpStyle& st) {
         std::stable_sort(items.begin(), items.end(),
                          [](const auto& a, const auto& b) { return *a.first < *b.first; });
       } else if (st.order == KeyOrder::CaseInsensitive) {
-        std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) {
-          return ascii_lower(*a.first) < ascii_lower(*b.first);
-        });
+        // Jinja2's dictsort: sorted(items, key=lambda kv: kv[0].lower()), a stable sort on
+        // Python's full lowercase (unicode_lower.h), then code point order of the lowered keys
+        // (byte order of UTF-8 is code point order).
+        std::vector<std::string> lowered;
+        lowered.reserve(items.size());
+        for (const auto& it : items) lowered.push_back(py_lower(*it.first));
+        std::vector<size_t> order(items.size());
+        for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+        std::stable_sort(order.begin(), order.end(),
+                         [&](size_t a, size_t b) { return lowered[a] < lowered[b]; });
+        std::vector<std::pair<const std::string*, const Json*>> sorted;
+        sorted.reserve(items.size());
+        for (size_t i : order) sorted.push_back(items[i]);
+        items = std::move(sorted);
       }
       out.push_back('{');
       bool first = true;

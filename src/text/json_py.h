@@ -37,7 +37,7 @@ std::optional<Json> try_parse_json_exact(std::string_view text);
 enum class KeyOrder {
   Insertion,      // as stored
   CodePoint,      // Python sorted() / sort_keys=True
-  CaseInsensitive // Jinja2 dictsort default: sorted by key.lower(), stable (ASCII folding)
+  CaseInsensitive // Jinja2 dictsort default: stable sort by Python's key.lower() (py_lower)
 };
 
 struct DumpStyle {

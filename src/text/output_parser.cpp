@@ -465,9 +465,15 @@ ParseDelta OutputParser::finish(StopReason stop) {
   delta_ = &d;
   scan({}, true);  // a held partial marker is literal text (R1)
   if (!ended_) {
-    if (in_header_) {  // R3: a header cut off by the limit is discarded
-      in_header_ = false;
-      hbuf_.clear();
+    if (in_header_) {
+      if (stop == StopReason::Eog) {
+        emit_header(false);  // R2: end-of-generation ends the header, as an elided <|sep|>
+      } else {
+        // R3: a header cut off by the token limit is discarded; a stop string likewise (the
+        // tag was never finished, and an unfinished call is dropped anyway, R15).
+        in_header_ = false;
+        hbuf_.clear();
+      }
     }
     if (stop == StopReason::Eog) eog_seen_ = true;
     on_end(eog_seen_ ? StopReason::Eog : stop);

@@ -36,9 +36,11 @@ namespace k3::text {
 enum class TokenKind { Text, Open, Close, Sep, Eog, OtherControl };
 
 enum class StopReason {
-  Eog,        // stopped on an end-of-generation token (also when feed() saw <|end_of_msg|>)
-  Length,     // max_tokens / context limit
-  StopString  // a user stop string matched: like Length for unfinished calls, finish "stop"
+  Eog,        // an end-of-generation token (also <|end_of_msg|> in feed()); ends an open
+              // header as an elided <|sep|> (R2)
+  Length,     // max_tokens / context limit: an open header is discarded (R3)
+  StopString  // a user stop string matched: like Length for an open header and an unfinished
+              // call, but finish "stop"/"tool_calls"
 };
 
 struct ParserOptions {
