@@ -32,6 +32,7 @@
 #include "cli/chat_input.h"
 #include "cli/commands.h"
 #include "cli/embedded_model.h"
+#include "cli/grammar_flags.h"
 #include "cli/memory_flags.h"
 #include "cli/parse_args.h"
 #include "cli/sampling_flags.h"
@@ -39,9 +40,12 @@
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "gguf/file.h"
+#include "grammar/matcher.h"
 #include "model/model.h"
 #include "runtime/engine.h"
 #include "runtime/sampler.h"
+#include "server/api_error.h"
+#include "server/request_constraint.h"
 #include "server/vocab_roles.h"
 #include "store/install.h"
 #include "text/chat_template.h"
@@ -173,6 +177,7 @@ struct ChatOptions {
   runtime::SamplerParams sampler;  // seed: the first answer's; answer i uses seed + i
   Json vars = Json::object();      // template variables (thinking, thinking_effort)
   Json tools;                      // OpenAI tools array or null
+  Json constraint = Json::object(); // {"grammar": …} or {"json_schema": …} (--grammar, --json-schema)
 };
 
 struct TurnStats {
@@ -258,6 +263,24 @@ class ChatSession {
     if (opt_.reasoning_budget >= 0 && thinking)
       budget.emplace(text::ReasoningBudgetOptions{opt_.reasoning_budget, opt_.reasoning_budget_message, true}, true);
     std::deque<int32_t> forced;
+    // --grammar / --json-schema / strict tools: the constraint a chat request with those
+    // fields gets from k3 serve (the reasoning stays free).
+    std::unique_ptr<grammar::GrammarMatcher> matcher;
+    {
+      Json req = opt_.constraint;
+      if (!opt_.tools.is_null()) req["tools"] = opt_.tools;
+      std::shared_ptr<const grammar::Grammar> g;
+      try {
+        g = server::chat_constraint(req, thinking, tok_);
+      } catch (const server::ApiError& e) {
+        error = e.what();
+        return std::nullopt;
+      }
+      if (g) {
+        if (!gvocab_) gvocab_ = grammar::TokenVocab::from_tokenizer(tok_, {roles_.end_of_msg});
+        matcher = std::make_unique<grammar::GrammarMatcher>(g, gvocab_);
+      }
+    }
 
     auto t1 = Clock::now();
     for (;;) {
@@ -278,9 +301,12 @@ class ChatSession {
       if (!forced.empty()) {
         t = forced.front();
         forced.pop_front();
+      } else if (matcher && matcher->must_end()) {
+        t = roles_.end_token(tok_);
       } else {
-        t = sampler.sample(logits);
+        t = matcher ? sampler.sample(logits, matcher->allowed()) : sampler.sample(logits);
       }
+      if (matcher && !matcher->must_end()) matcher->accept(t);
       ++st.n_generated;
       sampler.accept(t);
       text::TokenKind kind = roles_.kind(tok_, t);
@@ -405,6 +431,7 @@ class ChatSession {
   std::vector<int32_t> held_;  // the tokens whose state sequence 0 holds
   std::vector<int32_t> snap_;  // the tokens whose state sequence 1 holds
   uint64_t n_answers_ = 0;
+  std::shared_ptr<const grammar::TokenVocab> gvocab_;  // built at the first constrained answer
 };
 
 const char* kCommandHelp =
@@ -524,6 +551,8 @@ int cmd_chat(int argc, char** argv) {
                "keep one engine sequence instead of two (less memory; more of each prompt is re-read)");
   app.add_flag("--ignore-eos", co.ignore_eos, "do not stop at the end of the turn (tests, benchmarks)");
   app.add_flag("--no-color", no_color, "plain [think] markers, no ANSI colours (also NO_COLOR=1)");
+  GrammarFlags grammar_flags;
+  add_grammar_flags(app, grammar_flags);
   MemoryFlags mem_flags;
   add_memory_flags(app, mem_flags);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
@@ -531,6 +560,7 @@ int cmd_chat(int argc, char** argv) {
     fmt::print(stderr, "error: {}\n", msg);
     return 2;
   };
+  if (std::string err = load_grammar_flags(grammar_flags, co.constraint); !err.empty()) return usage(err);
   if (cache_type != "f32" && cache_type != "f16") return usage("--cache-type must be f32 or f16");
   if (threads < 0) return usage("--threads must be >= 0");
   if (n_ctx < 0) return usage("--ctx-size must be >= 0");
@@ -590,6 +620,15 @@ int cmd_chat(int argc, char** argv) {
   if (tc.kind == text::TemplateKind::Unsupported) fail("{}", tc.message);
   if (tc.kind == text::TemplateKind::K3Variant) log::warn("{}", tc.message);
   auto tok = text::Tokenizer::from_gguf(file);
+  {  // a grammar, schema or strict tool that cannot be honoured is refused before the chat starts
+    Json req = co.constraint;
+    if (!co.tools.is_null()) req["tools"] = co.tools;
+    try {
+      server::chat_constraint(req, thinking, *tok);
+    } catch (const server::ApiError& e) {
+      fail("{}", e.what());
+    }
+  }
 
   // The engine's and the expert store's threads are started with SIGINT blocked, so the
   // signal is delivered to this thread; until the handler is in place, Ctrl-C kills as usual.

@@ -13,17 +13,21 @@
 
 #include "cli/commands.h"
 #include "cli/embedded_model.h"
+#include "cli/grammar_flags.h"
 #include "cli/memory_flags.h"
 #include "cli/parse_args.h"
 #include "cli/sampling_flags.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "gguf/file.h"
+#include "grammar/matcher.h"
 #include "model/model.h"
 #include "runtime/engine.h"
 #include "runtime/eval_logits.h"
 #include "runtime/generate.h"
 #include "runtime/sampler.h"
+#include "server/api_error.h"
+#include "server/request_constraint.h"
 #include "store/install.h"
 #include "text/tokenizer.h"
 
@@ -60,6 +64,8 @@ int cmd_run(int argc, char** argv) {
   app.add_flag("--ignore-eos", ignore_eos, "do not stop at end-of-generation tokens");
   app.add_flag("--echo", echo, "print the prompt before the generated text");
   app.add_flag("--no-special", no_special, "do not print control tokens (<|open|>, ...) in the output");
+  GrammarFlags grammar_flags;
+  add_grammar_flags(app, grammar_flags);
   MemoryFlags mem_flags;
   add_memory_flags(app, mem_flags);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
@@ -73,6 +79,8 @@ int cmd_run(int argc, char** argv) {
   if (n_ubatch < 1) return usage("--ubatch must be >= 1");
   store::MemoryOptions mem;
   if (std::string err = to_memory_options(mem_flags, mem); !err.empty()) return usage(err);
+  text::Json constraint_req = text::Json::object();
+  if (std::string err = load_grammar_flags(grammar_flags, constraint_req); !err.empty()) return usage(err);
   if (!seed) seed = std::random_device{}();
   sp.seed = *seed;
   std::unique_ptr<runtime::Sampler> sampler;
@@ -123,6 +131,24 @@ int cmd_run(int argc, char** argv) {
   } else if (const gguf::Value* eos = file.find("tokenizer.ggml.eos_token_id")) {
     int64_t e = eos->as_int();
     go.is_eog = [e](int32_t id) { return id == e; };
+  }
+
+  // --grammar / --json-schema: the same constraint a /completion request with those fields gets.
+  std::unique_ptr<grammar::GrammarMatcher> matcher;
+  runtime::TokenConstraint constraint;
+  if (!constraint_req.empty()) {
+    if (!tok) return usage("--grammar and --json-schema need a model with a vocabulary");
+    std::shared_ptr<const grammar::Grammar> g;
+    try {
+      g = server::completion_constraint(constraint_req, *tok);
+    } catch (const server::ApiError& e) {
+      fail("{}", e.what());
+    }
+    matcher = std::make_unique<grammar::GrammarMatcher>(g, grammar::TokenVocab::from_tokenizer(*tok));
+    constraint.allowed = [&] { return matcher->allowed(); };
+    constraint.accept = [&](int32_t t) { matcher->accept(t); };
+    constraint.must_end = [&] { return matcher->must_end(); };
+    go.constraint = &constraint;
   }
 
   fmt::print(stderr, "k3 run: {} | {} prompt tokens | seed {} | {} threads\n", shown_name,

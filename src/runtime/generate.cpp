@@ -43,8 +43,14 @@ GenerateStats generate(Engine& engine, Sampler& sampler, std::span<const int32_t
       st.stop = "length";
       break;
     }
-    int32_t tok = sampler.sample(logits);
-    if (!opts.ignore_eog && opts.is_eog && opts.is_eog(tok)) {
+    const TokenConstraint* c = opts.constraint;
+    if (c && c->must_end()) {
+      st.stop = "eog";
+      break;
+    }
+    int32_t tok = c ? sampler.sample(logits, c->allowed()) : sampler.sample(logits);
+    if (c) c->accept(tok);
+    if ((!opts.ignore_eog || c) && opts.is_eog && opts.is_eog(tok)) {  // a grammar ends at its end
       st.stop = "eog";
       break;
     }

@@ -11,17 +11,28 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace k3::runtime {
 
 class Engine;
 class Sampler;
 
+// What generated tokens must obey (a grammar, grammar/matcher.h): consulted before each
+// draw, told each token drawn. must_end: nothing may follow (generation stops, as at an
+// end-of-generation token).
+struct TokenConstraint {
+  std::function<std::span<const uint64_t>()> allowed;
+  std::function<void(int32_t)> accept;
+  std::function<bool()> must_end;
+};
+
 struct GenerateOptions {
   int32_t n_predict = 128;  // < 0: until end of generation or a full context
   int32_t seq = 0;
   bool ignore_eog = false;  // keep going past end-of-generation tokens (benchmarks)
   std::function<bool(int32_t)> is_eog;  // null: nothing ends generation early
+  const TokenConstraint* constraint = nullptr;
 };
 
 struct GenerateStats {

@@ -57,11 +57,23 @@ void softmax(std::vector<TokenProb>& c) {
 
 }  // namespace
 
-std::vector<TokenProb> Sampler::candidates(std::span<const float> logits) const {
+std::vector<TokenProb> Sampler::candidates(std::span<const float> logits, std::span<const uint64_t> allowed) const {
   const int32_t n_vocab = static_cast<int32_t>(logits.size());
   if (n_vocab == 0) fail("sampler: empty logits");
-  std::vector<TokenProb> c(n_vocab);
-  for (int32_t i = 0; i < n_vocab; ++i) c[i] = {i, logits[i]};
+  std::vector<TokenProb> c;
+  if (allowed.empty()) {
+    c.resize(static_cast<size_t>(n_vocab));
+    for (int32_t i = 0; i < n_vocab; ++i) c[static_cast<size_t>(i)] = {i, logits[static_cast<size_t>(i)]};
+  } else {
+    if (allowed.size() * 64 < static_cast<size_t>(n_vocab)) fail("sampler: the mask is shorter than the vocabulary");
+    for (size_t w = 0; w < allowed.size(); ++w)
+      for (uint64_t bits = allowed[w]; bits; bits &= bits - 1) {
+        const int32_t i = static_cast<int32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
+        if (i < n_vocab) c.push_back({i, logits[static_cast<size_t>(i)]});
+      }
+    if (c.empty()) fail("sampler: the grammar allows no token");
+  }
+  const int32_t n_cand = static_cast<int32_t>(c.size());
 
   // Penalties, once per distinct token of the window.
   const SamplerParams& P = params_;
@@ -71,7 +83,15 @@ std::vector<TokenProb> Sampler::candidates(std::span<const float> logits) const 
     for (int32_t t : history_)
       if (t >= 0 && t < n_vocab) ++counts[t];
     for (auto [t, n] : counts) {
-      float& l = c[t].p;
+      float* lp = nullptr;
+      if (allowed.empty()) {
+        lp = &c[static_cast<size_t>(t)].p;
+      } else {
+        auto it = std::lower_bound(c.begin(), c.end(), t, [](const TokenProb& a, int32_t id) { return a.token < id; });
+        if (it == c.end() || it->token != t) continue;
+        lp = &it->p;
+      }
+      float& l = *lp;
       l = l <= 0.0f ? l * P.repeat_penalty : l / P.repeat_penalty;
       l -= static_cast<float>(n) * P.frequency_penalty + P.presence_penalty;
     }
@@ -85,7 +105,7 @@ std::vector<TokenProb> Sampler::candidates(std::span<const float> logits) const 
   }
 
   // top-k (sorting the survivors, most likely first).
-  if (P.top_k > 0 && P.top_k < n_vocab) {
+  if (P.top_k > 0 && P.top_k < n_cand) {
     std::partial_sort(c.begin(), c.begin() + P.top_k, c.end(), better);
     c.resize(P.top_k);
   } else {
@@ -121,12 +141,12 @@ std::vector<TokenProb> Sampler::candidates(std::span<const float> logits) const 
   return c;
 }
 
-std::vector<TokenProb> Sampler::distribution(std::span<const float> logits) const {
-  return candidates(logits);
+std::vector<TokenProb> Sampler::distribution(std::span<const float> logits, std::span<const uint64_t> allowed) const {
+  return candidates(logits, allowed);
 }
 
-int32_t Sampler::sample(std::span<const float> logits) {
-  std::vector<TokenProb> c = candidates(logits);
+int32_t Sampler::sample(std::span<const float> logits, std::span<const uint64_t> allowed) {
+  std::vector<TokenProb> c = candidates(logits, allowed);
   if (c.size() == 1) return c.front().token;
   // 53 random bits → u in [0, 1): identical on every platform (unlike the std distributions).
   const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53;

@@ -46,7 +46,10 @@ class Sampler {
   explicit Sampler(const SamplerParams& params);
 
   // Picks a token from `logits` (one per vocabulary id). Does not record it: call accept().
-  int32_t sample(std::span<const float> logits);
+  // `allowed` (bit i of word i/64 set: token i may be drawn), when given, removes every other
+  // token before the chain runs, as a grammar mask must (top-k etc. judge what remains).
+  // Throws k3::Error when it allows no token.
+  int32_t sample(std::span<const float> logits, std::span<const uint64_t> allowed = {});
   // Records a token (generated, or from the prompt) in the penalty window.
   void accept(int32_t token);
   // Forgets the history and re-seeds the generator.
@@ -54,12 +57,12 @@ class Sampler {
 
   // The distribution the draw would use: surviving tokens with their probabilities, most
   // likely first (ties by lower id). Greedy gives one token with p = 1.
-  std::vector<TokenProb> distribution(std::span<const float> logits) const;
+  std::vector<TokenProb> distribution(std::span<const float> logits, std::span<const uint64_t> allowed = {}) const;
 
   const SamplerParams& params() const { return params_; }
 
  private:
-  std::vector<TokenProb> candidates(std::span<const float> logits) const;
+  std::vector<TokenProb> candidates(std::span<const float> logits, std::span<const uint64_t> allowed) const;
   SamplerParams params_;
   std::mt19937_64 rng_;
   std::deque<int32_t> history_;

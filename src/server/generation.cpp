@@ -3,15 +3,22 @@
 
 #include <chrono>
 
+#include "core/error.h"
+#include "grammar/matcher.h"
+
 namespace k3::server {
 
 using text::StopReason;
 using text::TokenKind;
 
 Generation::Generation(Job& job, const text::Tokenizer& tok, const VocabRoles& roles,
-                       int64_t max_tokens)
+                       int64_t max_tokens, std::shared_ptr<const grammar::TokenVocab> gvocab)
     : job_(job), tok_(tok), roles_(roles), max_tokens_(max_tokens),
       sampler_(job.params.sampler), stop_(job.params.stop) {
+  if (job.grammar) {
+    if (!gvocab) fail("generation: a grammar needs the matcher's vocabulary");
+    matcher_ = std::make_unique<grammar::GrammarMatcher>(job.grammar, std::move(gvocab));
+  }
   // Prompt tokens enter the penalty window, as in llama.cpp.
   for (int32_t t : job.prompt) sampler_.accept(t);
   usage_.prompt_tokens = static_cast<int64_t>(job.prompt.size());
@@ -26,6 +33,8 @@ Generation::Generation(Job& job, const text::Tokenizer& tok, const VocabRoles& r
     }
   }
 }
+
+Generation::~Generation() = default;
 
 void Generation::prompt_done(double prompt_ms) {
   usage_.prompt_ms = prompt_ms;
@@ -50,6 +59,10 @@ int32_t Generation::choose(std::span<const float> logits) {
   if (job_.scripted) {
     if (script_pos_ < job_.script.size()) return job_.script[script_pos_++];
     return roles_.end_token(tok_);
+  }
+  if (matcher_) {
+    if (matcher_->must_end()) return roles_.end_token(tok_);
+    return sampler_.sample(logits, matcher_->allowed());
   }
   return sampler_.sample(logits);
 }
@@ -81,6 +94,7 @@ bool Generation::accept(int32_t token, bool can_continue) {
   if (done_) return true;
   ++n_generated_;
   sampler_.accept(token);
+  if (matcher_ && !matcher_->must_end()) matcher_->accept(token);  // throws on a token it refuses
   TokenKind kind = roles_.kind(tok_, token);
   const std::string& piece = tok_.token_bytes(token);
   if (budget_) budget_->observe(kind, kind == TokenKind::Text ? std::string_view(piece) : std::string_view());

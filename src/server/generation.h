@@ -7,6 +7,9 @@
 // tokens render as nothing). Stop strings are matched on the generated text before either.
 // accept() returns true once the request is over; it has then pushed exactly one Done.
 // Usage counts every token produced (sampled or injected), the end token included.
+// With a grammar (Job::grammar) every sampled token is drawn from the grammar's mask, every
+// token (forced ones included) advances it, and once the grammar is complete with nothing
+// more to follow the end token is chosen without sampling.
 #pragma once
 
 #include <cstdint>
@@ -24,12 +27,20 @@
 #include "text/reasoning_budget.h"
 #include "text/tokenizer.h"
 
+namespace k3::grammar {
+class GrammarMatcher;
+class TokenVocab;
+}  // namespace k3::grammar
+
 namespace k3::server {
 
 class Generation {
  public:
   // max_tokens: the request's limit after capping to the context (> 0).
-  Generation(Job& job, const text::Tokenizer& tok, const VocabRoles& roles, int64_t max_tokens);
+  // gvocab: the vocabulary as the grammar matcher sees it (needed when job.grammar is set).
+  Generation(Job& job, const text::Tokenizer& tok, const VocabRoles& roles, int64_t max_tokens,
+             std::shared_ptr<const grammar::TokenVocab> gvocab = nullptr);
+  ~Generation();
 
   int32_t choose(std::span<const float> logits);
   // can_continue: the sequence has room to decode this token (else the context is full).
@@ -52,6 +63,7 @@ class Generation {
   std::optional<text::OutputParser> parser_;        // chat
   std::optional<text::ReasoningBudget> budget_;     // chat with a budget
   text::Utf8Stream utf8_;                           // raw completions
+  std::unique_ptr<grammar::GrammarMatcher> matcher_;
   std::deque<int32_t> forced_;
   size_t script_pos_ = 0;
   int64_t n_generated_ = 0;

@@ -12,12 +12,15 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "runtime/sampler.h"
 #include "text/output_parser.h"
+
+namespace k3::grammar { struct Grammar; }
 
 namespace k3::server {
 
@@ -93,6 +96,9 @@ struct Job {
   std::string cache_owner;
   GenParams params;
   text::ParserOptions parser;        // chat only
+  // Constrained decoding (response_format, strict tools, grammar, json_schema): the grammar
+  // of the whole output; null: unconstrained.
+  std::shared_ptr<const grammar::Grammar> grammar;
   std::vector<int32_t> script;       // test-only scripted output (replaces sampling)
   bool scripted = false;
   Clock::time_point deadline = Clock::time_point::max();

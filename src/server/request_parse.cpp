@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "server/api_error.h"
+#include "server/request_constraint.h"
 #include "server/vocab_roles.h"
 #include "text/chat_template.h"
 
@@ -249,6 +250,7 @@ BuiltRequest build_chat_request(const Json& req, const text::Tokenizer& tok,
   job->parser.tools = field(req, "tools");
   const Json& tc = field(req, "tool_choice");
   job->parser.tool_choice = tc.is_string() ? tc.get<std::string>() : tc.is_object() ? "required" : "auto";
+  job->grammar = chat_constraint(req, job->parser.thinking, tok);
 
   int64_t budget = lim.reasoning_budget;
   for (const char* name : {"reasoning_budget_tokens", "thinking_budget_tokens"})
@@ -307,6 +309,7 @@ BuiltRequest build_completion_request(const Json& req, const text::Tokenizer& to
   }
   if (job->prompt.empty()) bad_request("prompt", "the prompt is empty");
   check_prompt_fits(job->prompt.size(), lim);
+  job->grammar = completion_constraint(req, tok);
   out.job = std::move(job);
   return out;
 }

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
+#include "grammar/token_vocab.h"
 #include "model/model.h"
 #include "runtime/engine.h"
 #include "server/api_error.h"
@@ -292,7 +293,8 @@ void Scheduler::step(std::vector<Slot>& slots) {
     std::span<const float> row(logits.data() + r * n_vocab, n_vocab);
     try {
       if (!s.generating()) {
-        s.gen = std::make_unique<Generation>(*s.job, *tok_, roles_, s.job->params.max_tokens);
+        if (s.job->grammar && !gvocab_) gvocab_ = grammar::TokenVocab::from_tokenizer(*tok_, {roles_.end_of_msg});
+        s.gen = std::make_unique<Generation>(*s.job, *tok_, roles_, s.job->params.max_tokens, gvocab_);
         s.gen->prompt_done(std::chrono::duration<double, std::milli>(t1 - s.t_start).count());
       }
       int32_t t = s.gen->choose(row);

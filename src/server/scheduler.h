@@ -24,6 +24,8 @@
 #include "server/job.h"
 #include "server/vocab_roles.h"
 
+namespace k3::grammar { class TokenVocab; }
+
 namespace k3::model {
 class Model;
 }
@@ -85,6 +87,7 @@ class Scheduler {
   SchedulerOptions opts_;
   std::shared_ptr<const text::Tokenizer> tok_;
   VocabRoles roles_;
+  std::shared_ptr<const grammar::TokenVocab> gvocab_;  // built at the first constrained request
   std::unique_ptr<runtime::Engine> engine_;
   int64_t n_ctx_ = 0;
   int n_threads_ = 0;

@@ -360,6 +360,28 @@ def live_reuse():
         assert int(st[1][1]) == int(st[0][0]) and int(st[2][1]) == int(st[1][0]), (extra, st)
 
 
+def json_schema():
+    # --json-schema constrains every answer of the conversation (random weights, temperature 1),
+    # the saved history holds the JSON; a schema that cannot be honoured stops the start.
+    schema = path("schema.json")
+    with open(schema, "w") as f:
+        json.dump({"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 9},
+                                                   "s": {"type": "string", "maxLength": 5}},
+                   "required": ["n", "s"], "additionalProperties": False}, f)
+    r = subprocess.run([K3] + BASE + ["-n", "2000", "--temp", "1", "--seed", "4", "--no-think", "--json-schema", schema],
+                       input=f"one\ntwo\n/save {path('js.json')}\n".encode(), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=120)
+    assert r.returncode == 0, r.stderr
+    answers = [m["content"] for m in load("js.json") if m["role"] == "assistant"]
+    assert len(answers) == 2, answers
+    for a in answers:
+        v = json.loads(a)
+        assert set(v) == {"n", "s"} and 1 <= v["n"] <= 9 and isinstance(v["s"], str) and len(v["s"]) <= 5, a
+    bad = subprocess.run([K3] + BASE + ["--json-schema", '{"type":"array","uniqueItems":true}'], input=b"hi\n",
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    assert bad.returncode == 1 and b"unsupported keyword 'uniqueItems'" in bad.stderr, bad.stderr
+
+
 check("two turns, status lines, colour", two_turns)
 check("--temp 0 --seed is repeatable", deterministic)
 check("/reset keeps the system prompt", reset)
@@ -372,6 +394,7 @@ check("multi-line input", multi_line)
 check("non-terminal stdin (pipe)", pipe)
 check("non-terminal stdin: SIGINT twice leaves", pipe_ctrl_c)
 check("the next turn reuses the engine state of the last prompt", live_reuse)
+check("--json-schema constrains every answer", json_schema)
 if failures:
     print(f"{len(failures)} failed: {', '.join(failures)}; files kept in {tmp}")
     sys.exit(1)

@@ -2,7 +2,9 @@
 # tests/e2e/run.sh [K3_BINARY]: starts `k3 serve` (scripted output, ephemeral port, API key)
 # on the golden small model and runs the openai-client tests with node's test runner; then the
 # same client against the embedded trained model (k3-tiny), whose answers are its own.
-# Installs the `openai` npm package into tests/e2e/node_modules on first use (needs the npm
+# Then constrained decoding: every schema of tests/data/grammar/schemas.json on random weights,
+# validated by ajv, and the client's structured outputs on the trained model.
+# Installs the `openai`, `ajv` and `ajv-formats` npm packages into tests/e2e/node_modules on first use (needs the npm
 # registry once; package-lock.json pins the version). Exits with the tests' status.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -11,7 +13,7 @@ root="$(cd "$here/../.." && pwd)"
 k3="${1:-${K3_BINARY:-$root/build/bin/k3}}"
 [ -x "$k3" ] || { echo "run.sh: no k3 binary at $k3 (pass it as the first argument)" >&2; exit 2; }
 command -v node >/dev/null || { echo "run.sh: node is required" >&2; exit 2; }
-if [ ! -d "$here/node_modules/openai" ]; then
+if [ ! -d "$here/node_modules/openai" ] || [ ! -d "$here/node_modules/ajv-formats" ]; then
   (cd "$here" && npm install --no-audit --no-fund --silent)
 fi
 tmp="$(mktemp -d)"
@@ -64,9 +66,17 @@ wait "$client" || { echo "run.sh: the in-flight request did not survive SIGTERM"
 rc=0; wait "$pid" || rc=$?; pid=""
 [ "$rc" -eq 0 ] || { echo "run.sh: k3 serve exited $rc after draining" >&2; cat "$tmp/serve2.log" >&2; exit 1; }
 
-# The trained default model: a reasoned answer and a tool call of its own (greedy decoding).
+# Constrained decoding on random weights (the golden small model, sampled at temperature 1).
+start_server "$tmp/serve4.log" --parallel 2
+K3_BASE_URL="http://127.0.0.1:$port/v1" node --test --test-concurrency=2 "$here/structured_random.test.mjs" \
+  || { echo "run.sh: structured-output tests (random weights) failed; server log:" >&2; tail -50 "$tmp/serve4.log" >&2; exit 1; }
+kill -TERM "$pid"; rc=0; wait "$pid" || rc=$?; pid=""
+[ "$rc" -eq 0 ] || { echo "run.sh: k3 serve (random weights) exited $rc after SIGTERM" >&2; exit 1; }
+
+# The trained default model: a reasoned answer and a tool call of its own (greedy decoding),
+# then structured outputs through the openai client.
 MODEL=embedded start_server "$tmp/serve3.log"
-K3_BASE_URL="http://127.0.0.1:$port/v1" node --test --test-concurrency=1 "$here/trained_model.test.mjs" \
+K3_BASE_URL="http://127.0.0.1:$port/v1" node --test --test-concurrency=1 "$here/trained_model.test.mjs" "$here/structured_trained.test.mjs" \
   || { echo "run.sh: trained-model tests failed; server log:" >&2; cat "$tmp/serve3.log" >&2; exit 1; }
 kill -TERM "$pid"; rc=0; wait "$pid" || rc=$?; pid=""
 [ "$rc" -eq 0 ] || { echo "run.sh: k3 serve (embedded model) exited $rc after SIGTERM" >&2; exit 1; }
