@@ -381,20 +381,30 @@ class Parser {
   }
 
   // ---- checks and layout ----
-  void flatten() {
-    const size_t n = alts_.size();
-    // Productive rules: can derive a finite string. Iterate to a fixpoint.
-    std::vector<bool> productive(n, false);
+  // The rules with an alternative whose every symbol passes `ok` (given the rules found so
+  // far), iterated to a fixpoint.
+  template <typename Ok>
+  std::vector<bool> closure(Ok ok) const {
+    std::vector<bool> in(alts_.size(), false);
     for (bool changed = true; changed;) {
       changed = false;
-      for (size_t r = 0; r < n; ++r) {
-        if (productive[r]) continue;
-        for (const Alt& a : alts_[r]) {
-          bool ok = std::all_of(a.begin(), a.end(), [&](Sym s) { return s.kind != Sym::Ref || productive[s.arg]; });
-          if (ok) { productive[r] = true; changed = true; break; }
-        }
+      for (size_t r = 0; r < alts_.size(); ++r) {
+        if (in[r]) continue;
+        for (const Alt& a : alts_[r])
+          if (std::all_of(a.begin(), a.end(), [&](Sym s) { return ok(s, in); })) {
+            in[r] = true;
+            changed = true;
+            break;
+          }
       }
     }
+    return in;
+  }
+
+  void flatten() {
+    const size_t n = alts_.size();
+    // Productive rules: can derive a finite string (every reference in some alternative is).
+    std::vector<bool> productive = closure([](Sym s, const std::vector<bool>& in) { return s.kind != Sym::Ref || in[s.arg]; });
     if (!productive[g_.root])
       fail("grammar: rule '{}' can never finish (every alternative recurses forever)", g_.rule_names[g_.root]);
     // Prune alternatives that can never finish.
@@ -403,17 +413,7 @@ class Parser {
                  return std::any_of(a.begin(), a.end(), [&](Sym s) { return s.kind == Sym::Ref && !productive[s.arg]; });
                }), as.end());
     // Nullable rules, then left recursion: an edge r → q when q can start r.
-    std::vector<bool> nullable(n, false);
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (size_t r = 0; r < n; ++r) {
-        if (nullable[r]) continue;
-        for (const Alt& a : alts_[r]) {
-          bool ok = std::all_of(a.begin(), a.end(), [&](Sym s) { return s.kind == Sym::Ref && nullable[s.arg]; });
-          if (ok) { nullable[r] = true; changed = true; break; }
-        }
-      }
-    }
+    std::vector<bool> nullable = closure([](Sym s, const std::vector<bool>& in) { return s.kind == Sym::Ref && in[s.arg]; });
     std::vector<std::vector<uint32_t>> left(n);
     for (size_t r = 0; r < n; ++r)
       for (const Alt& a : alts_[r])

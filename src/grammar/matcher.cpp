@@ -53,10 +53,18 @@ struct GrammarMatcher::Impl {
   bool ended = false;
   std::vector<uint64_t> none;  // the mask after the end
 
+  size_t work = 0;  // parser steps since the current allowed()/accept() began
+
+  void spend(size_t n) {
+    work += n;
+    if (work > lim.max_work_per_token)
+      fail("grammar: one token needed more than {} parser steps (the grammar is too ambiguous)", lim.max_work_per_token);
+  }
+
   // scratch for expansion
   std::vector<uint32_t> seen;
   uint32_t stamp = 0;
-  std::vector<int32_t> work, out;
+  std::vector<int32_t> work_list, out;
 
   int32_t node(uint32_t pos, int32_t parent) {
     uint64_t key = (static_cast<uint64_t>(pos) << 32) | static_cast<uint32_t>(parent);
@@ -67,10 +75,11 @@ struct GrammarMatcher::Impl {
 
   // Adds to `out` the terminal-topped stacks reachable from stack `id` without input.
   void expand(int32_t id) {
-    work.push_back(id);
-    while (!work.empty()) {
-      int32_t s = work.back();
-      work.pop_back();
+    work_list.push_back(id);
+    while (!work_list.empty()) {
+      spend(1);
+      int32_t s = work_list.back();
+      work_list.pop_back();
       if (static_cast<size_t>(s) >= seen.size()) seen.resize(nodes.size() + 1024, 0);
       if (seen[static_cast<size_t>(s)] == stamp) continue;
       seen[static_cast<size_t>(s)] = stamp;
@@ -81,13 +90,13 @@ struct GrammarMatcher::Impl {
       const Node n = nodes[static_cast<size_t>(s)];
       const Sym sym = g->syms[n.pos];
       switch (sym.kind) {
-        case Sym::End: work.push_back(n.parent); break;
+        case Sym::End: work_list.push_back(n.parent); break;
         case Sym::Bytes:
         case Sym::Token: out.push_back(s); break;
         case Sym::Ref: {
           // Tail position: the rule's end is the caller's end, so the stack does not grow.
           const int32_t cont = g->syms[n.pos + 1].kind == Sym::End ? n.parent : node(n.pos + 1, n.parent);
-          for (uint32_t a : g->rule_alts[sym.arg]) work.push_back(node(a, cont));
+          for (uint32_t a : g->rule_alts[sym.arg]) work_list.push_back(node(a, cont));
           break;
         }
       }
@@ -100,6 +109,7 @@ struct GrammarMatcher::Impl {
       stamp = 1;
     }
     out.clear();
+    work_list.clear();
   }
 
   int32_t intern_out() {
@@ -122,6 +132,7 @@ struct GrammarMatcher::Impl {
   // The state after one byte (sym < 256) or one named token (256 + Token arg).
   int32_t step(int32_t state, size_t sym) {
     begin_expand();
+    spend(states[static_cast<size_t>(state)].size());
     for (int32_t s : states[static_cast<size_t>(state)]) {
       if (s == kEmpty) continue;
       const Node n = nodes[static_cast<size_t>(s)];
@@ -243,6 +254,7 @@ std::span<const uint64_t> GrammarMatcher::allowed() {
     m.none.assign(m.mask_words, 0);
     return m.none;
   }
+  m.work = 0;
   if (m.masks[static_cast<size_t>(m.cur)].empty()) {
     m.maybe_flush();
     std::vector<uint64_t> fresh;
@@ -283,6 +295,7 @@ bool GrammarMatcher::allows(int32_t token) {
 
 void GrammarMatcher::accept(int32_t token) {
   Impl& m = *impl_;
+  m.work = 0;
   if (!allows(token)) fail("grammar: token {} is not allowed here", token);
   m.maybe_flush();
   if (m.v->token_class(token) == TokenClass::Text) {

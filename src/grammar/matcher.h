@@ -24,6 +24,9 @@ namespace k3::grammar {
 struct MatcherLimits {
   size_t max_stacks_per_state = 4096;
   size_t max_cache_bytes = 256u << 20;  // transition tables + cached masks
+  // Parser steps one mask or one token may take (a bound on the time a hostile grammar can
+  // hold the sampler: ~50M steps is about half a second).
+  size_t max_work_per_token = 50'000'000;
 };
 
 class GrammarMatcher {

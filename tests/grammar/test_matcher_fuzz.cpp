@@ -377,5 +377,24 @@ TEST(GrammarMatcher, AmbiguityBeyondTheLimitIsAnError) {
   }, k3::Error);
 }
 
+TEST(GrammarMatcher, WorkPerTokenIsBounded) {
+  // Ambiguity that grows with the input but stays under the stack limit for a while: the
+  // work budget stops it with a clear error instead of a stalled sampler.
+  auto g = std::make_shared<const Grammar>(parse_gbnf("root ::= x\nx ::= [a-z] x{0,2} | [a-z]"));
+  MatcherLimits lim;
+  lim.max_work_per_token = 20000;
+  GrammarMatcher m(g, test::byte_vocab(), lim);
+  std::string err;
+  try {
+    for (int i = 0; i < 500; ++i) {
+      m.allowed();
+      m.accept('a');
+    }
+  } catch (const k3::Error& e) {
+    err = e.what();
+  }
+  EXPECT_NE(err.find("parser steps"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace k3::grammar
