@@ -57,7 +57,7 @@ std::string MultiLine::take() {
 std::optional<std::string> MultiLine::feed(const std::string& line) {
   static const std::string q = "\"\"\"";
   if (in_block_) {
-    if (line.size() >= 3 && line.compare(line.size() - 3, 3, q) == 0) {
+    if (line.ends_with(q)) {
       parts_.push_back(line.substr(0, line.size() - 3));
       // The closing quotes usually stand alone: their empty line is not part of the text.
       if (parts_.back().empty()) parts_.pop_back();
@@ -66,9 +66,9 @@ std::optional<std::string> MultiLine::feed(const std::string& line) {
     parts_.push_back(line);
     return std::nullopt;
   }
-  if (parts_.empty() && line.compare(0, 3, q) == 0) {
+  if (parts_.empty() && line.starts_with(q)) {
     std::string rest = line.substr(3);
-    if (rest.size() >= 3 && rest.compare(rest.size() - 3, 3, q) == 0) {
+    if (rest.ends_with(q)) {
       parts_.push_back(rest.substr(0, rest.size() - 3));  // """one line"""
       return take();
     }

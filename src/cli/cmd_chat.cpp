@@ -25,7 +25,6 @@
 #include <memory>
 #include <optional>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -38,6 +37,7 @@
 #include "cli/sampling_flags.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/read_file.h"
 #include "core/thread_pool.h"
 #include "gguf/file.h"
 #include "grammar/matcher.h"
@@ -47,6 +47,7 @@
 #include "server/api_error.h"
 #include "server/request_constraint.h"
 #include "server/vocab_roles.h"
+#include "store/engine_shape.h"
 #include "store/install.h"
 #include "text/chat_template.h"
 #include "text/json_py.h"
@@ -445,16 +446,6 @@ const char* kCommandHelp =
     "input: a line ending in \\ continues on the next; \"\"\" on a line starts and ends a block;\n"
     "a message that starts with / is written //…; Ctrl-C stops an answer, twice leaves.\n";
 
-std::string read_file(const std::string& path, size_t limit) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail("{}: cannot open file", path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::string s = ss.str();
-  if (s.size() > limit) fail("{}: larger than {} bytes", path, limit);
-  return s;
-}
-
 // Writes next to the target and renames, so a crash or a full disk never leaves half a file.
 void save_messages(const Json& msgs, const std::string& path) {
   std::string text = msgs.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
@@ -643,12 +634,7 @@ int cmd_chat(int argc, char** argv) {
   eo.n_ubatch = co.n_ubatch;
   eo.n_seq_max = co.prompt_cache ? 2 : 1;
   eo.cache_type = cache_type == "f16" ? model::CacheType::F16 : model::CacheType::F32;
-  store::EngineShape shape;
-  shape.n_ctx = n_ctx > 0 ? n_ctx : (model->hparams().n_ctx_train ? model->hparams().n_ctx_train : 4096);
-  shape.n_seq = eo.n_seq_max;
-  shape.n_ubatch = co.n_ubatch;
-  shape.cache_f16 = eo.cache_type == model::CacheType::F16;
-  store::install_store(*model, mem, shape);
+  store::install_store(*model, mem, store::shape_of(*model, eo));
   runtime::Engine engine(model, eo);
 
   struct sigaction sa {};

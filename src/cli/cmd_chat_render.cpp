@@ -6,16 +6,15 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <iterator>
-#include <sstream>
 #include <string>
 
 #include "cli/commands.h"
 #include "cli/parse_args.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/read_file.h"
 #include "gguf/file.h"
 #include "text/chat_template.h"
 
@@ -27,11 +26,7 @@ std::string read_input(const std::string& path) {
   if (path == "-") {
     return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   }
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail("{}: cannot open file", path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  return read_file(path);
 }
 
 void check_model_template(const std::string& model_path) {

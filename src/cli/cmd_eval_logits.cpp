@@ -5,13 +5,12 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <fstream>
-#include <sstream>
 
 #include "cli/commands.h"
 #include "cli/parse_args.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/read_file.h"
 #include "model/model.h"
 #include "runtime/engine.h"
 #include "runtime/eval_logits.h"
@@ -41,11 +40,7 @@ int cmd_eval_logits(int argc, char** argv) {
 
   std::vector<int32_t> tokens;
   if (!tokens_file.empty()) {
-    std::ifstream f(tokens_file);
-    if (!f) fail("cannot read tokens file '{}'", tokens_file);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    tokens = runtime::parse_token_list(ss.str(), tokens_file);
+    tokens = runtime::parse_token_list(read_file(tokens_file, kNoReadLimit, "--tokens-file"), tokens_file);
   } else {
     tokens = runtime::parse_token_list(tokens_arg, "--tokens");
   }

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <random>
 #include <sstream>
 
@@ -19,12 +18,14 @@
 #include "cli/parse_args.h"
 #include "core/error.h"
 #include "core/progress.h"
+#include "core/read_file.h"
 #include "gguf/file.h"
 #include "model/model.h"
 #include "runtime/engine.h"
 #include "runtime/generate.h"
 #include "runtime/sampler.h"
 #include "server/vocab_roles.h"
+#include "store/engine_shape.h"
 #include "store/install.h"
 #include "text/chat_template.h"
 #include "text/output_parser.h"
@@ -184,11 +185,7 @@ int cmd_niah(int argc, char** argv) {
   if (std::string err = to_memory_options(mem_flags, mem); !err.empty()) fail("{}", err);
   std::string filler = kFiller;
   if (!haystack_path.empty()) {
-    std::ifstream in(haystack_path, std::ios::binary);
-    if (!in) fail("--haystack: cannot read {}", haystack_path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    filler = ss.str();
+    filler = read_file(haystack_path, kNoReadLimit, "--haystack");
   }
   sentences = split_sentences(filler);
   if (sentences.empty()) fail("--haystack: {} has no text", haystack_path);
@@ -209,9 +206,7 @@ int cmd_niah(int argc, char** argv) {
   runtime::EngineOptions eo;
   eo.n_threads = threads;
   eo.n_ctx = max_len + max_answer + 64;
-  store::EngineShape shape;
-  shape.n_ctx = eo.n_ctx;
-  store::install_store(*model, mem, shape);  // the store, if any, lives with the model
+  store::install_store(*model, mem, store::shape_of(*model, eo));  // the store, if any, lives with the model
   runtime::Engine engine(model, eo);
 
   // Token count of each filler sentence (text segments are encoded on their own, so a

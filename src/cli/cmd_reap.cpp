@@ -15,10 +15,13 @@
 #include "cli/token_input.h"
 #include "core/error.h"
 #include "model/model.h"
+#include "runtime/engine.h"
+#include "store/engine_shape.h"
 #include "store/install.h"
 #include "text/tokenizer.h"
 #include "core/progress.h"
 #include "tools/reap.h"
+#include "tools/reap_saliency.h"
 #include "tools/chat_corpus.h"
 #include "tools/split.h"
 
@@ -108,10 +111,7 @@ int cmd_reap(int argc, char** argv) {
   const uint32_t n_keep = tools::check_reap_request(model->gguf(), opt);
   // Calibration reads experts through the model's expert source (the streaming store under
   // --ram-budget); slicing copies bytes straight from the file's mapping.
-  store::EngineShape shape;
-  shape.n_ctx = opt.calib.n_ctx;
-  shape.n_ubatch = std::min<int64_t>(opt.calib.n_ctx, 512);
-  store::install_store(*model, mem, shape, no_progress);
+  store::install_store(*model, mem, store::shape_of(*model, tools::reap_engine_options(opt.calib)), no_progress);
   opt.calibration_name = std::filesystem::path(calib_file).filename().string();
 
   std::vector<std::vector<int32_t>> seqs;

@@ -28,6 +28,7 @@
 #include "runtime/sampler.h"
 #include "server/api_error.h"
 #include "server/request_constraint.h"
+#include "store/engine_shape.h"
 #include "store/install.h"
 #include "text/tokenizer.h"
 
@@ -116,11 +117,7 @@ int cmd_run(int argc, char** argv) {
   eo.n_ctx = n_ctx;
   eo.n_ubatch = n_ubatch;
   eo.cache_type = cache_type == "f16" ? model::CacheType::F16 : model::CacheType::F32;
-  store::EngineShape shape;
-  shape.n_ctx = n_ctx > 0 ? n_ctx : (model->hparams().n_ctx_train ? model->hparams().n_ctx_train : 4096);
-  shape.n_ubatch = n_ubatch;
-  shape.cache_f16 = eo.cache_type == model::CacheType::F16;
-  store::ExpertStore* xstore = store::install_store(*model, mem, shape);
+  store::ExpertStore* xstore = store::install_store(*model, mem, store::shape_of(*model, eo));
   runtime::Engine engine(model, eo);
 
   runtime::GenerateOptions go;

@@ -10,16 +10,15 @@
 #include <chrono>
 #include <climits>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <iterator>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "cli/parse_args.h"
 #include "core/error.h"
+#include "core/read_file.h"
 #include "text/tokenizer.h"
 #include "text/unicode.h"
 
@@ -52,11 +51,7 @@ std::string read_input(const std::string& path) {
     data.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
     return data;
   }
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail("cannot read input file '{}'", path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  return read_file(path);
 }
 
 std::vector<text::TokenId> parse_ids(const std::string& s) {

@@ -4,34 +4,27 @@
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/read_file.h"
 
 namespace k3::cli {
 
 namespace {
 
-// The file's text when `arg` names a file, else the argument itself.
+// The file's text (at most 16 MiB) when `arg` names a file, else the argument itself.
 bool file_or_text(const std::string& arg, std::string& out, std::string& err) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(arg, ec)) {
     out = arg;
     return true;
   }
-  if (std::filesystem::file_size(arg, ec) > (16u << 20)) {
-    err = fmt::format("{} is larger than 16 MiB", arg);
+  try {
+    out = read_file(arg, 16u << 20);
+  } catch (const k3::Error& e) {
+    err = e.what();
     return false;
   }
-  std::ifstream in(arg, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (!in) {
-    err = fmt::format("cannot read {}", arg);
-    return false;
-  }
-  out = ss.str();
   return true;
 }
 

@@ -6,6 +6,8 @@
 // when there are several. thread_index (0 = the caller, < size()) names the thread running
 // the range; one thread may run several ranges, one after another, if another thread is slow
 // to start. Nested calls from inside fn run serially. size() counts the caller.
+// The free parallel_for(pool, ...) is the one "on the pool if there is one" helper: with a null
+// pool it calls fn(0, n, 0) on the caller.
 #pragma once
 
 #include <cstdint>
@@ -37,5 +39,12 @@ class ThreadPool {
   std::unique_ptr<Impl> impl_;
   int n_threads_ = 1;
 };
+
+// fn over [0, n) on `pool` (ThreadPool::parallel_for), or in one call on this thread without one.
+inline void parallel_for(ThreadPool* pool, int64_t n, const ThreadPool::RangeFn& fn, int64_t grain = 1,
+                         int chunks_per_thread = 1) {
+  if (pool) pool->parallel_for(n, fn, grain, chunks_per_thread);
+  else fn(0, n, 0);
+}
 
 }  // namespace k3

@@ -19,14 +19,9 @@ namespace {
 // Types that some GPU backends are known to decode incorrectly (sm_120 / Blackwell builds).
 constexpr quant::Type kGpuRiskTypes[] = {quant::Type::IQ1_S, quant::Type::IQ2_S, quant::Type::IQ3_S};
 
-bool starts_with(const std::string& s, std::string_view p) { return s.compare(0, p.size(), p) == 0; }
-bool ends_with(const std::string& s, std::string_view p) {
-  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
-}
-
 // Layer index of "blk.N.<rest>", or -1.
 int64_t layer_of(const std::string& name) {
-  if (!starts_with(name, "blk.")) return -1;
+  if (!name.starts_with("blk.")) return -1;
   int64_t v = 0;
   size_t i = 4;
   if (i >= name.size() || name[i] < '0' || name[i] > '9') return -1;
@@ -88,7 +83,7 @@ Census take_census(const GgufFile& f) {
   if (!c.architecture.empty()) {
     std::string prefix = c.architecture + ".";
     for (const auto& [k, v] : f.kvs())
-      if (starts_with(k, prefix)) c.hparams.emplace_back(k.substr(prefix.size()), v);
+      if (k.starts_with(prefix)) c.hparams.emplace_back(k.substr(prefix.size()), v);
   }
   c.tokenizer_model = f.get_string("tokenizer.ggml.model", "");
   if (const Value* toks = f.find("tokenizer.ggml.tokens"); toks && toks->is_array())
@@ -143,7 +138,7 @@ Census take_census(const GgufFile& f) {
       lc->params += params;
       lc->bytes += t.nbytes;
     }
-    if (t.name.find("_exps") != std::string::npos && ends_with(t.name, ".weight")) {
+    if (t.name.find("_exps") != std::string::npos && t.name.ends_with(".weight")) {
       // Experts are stacked along ne[2]; one expert (ggml drops a trailing 1) means 2-D.
       uint64_t slots = t.ne.size() >= 3 ? static_cast<uint64_t>(t.ne[2]) : 1;
       uint64_t per_slot = slots ? params / slots : 0;

@@ -201,7 +201,7 @@ std::vector<std::string> write_gguf(const std::string& path,
     uint32_t number = 0, count = 0;
     if (!parse_shard_name(path, &prefix, &number, &count)) {
       prefix = path;
-      if (prefix.size() > 5 && prefix.compare(prefix.size() - 5, 5, ".gguf") == 0)
+      if (prefix.size() > 5 && prefix.ends_with(".gguf"))
         prefix.resize(prefix.size() - 5);
     }
     uint32_t n = static_cast<uint32_t>(shards.size());

@@ -43,7 +43,7 @@ void matmul_gate_up_situ(const WeightView& gate, const WeightView& up, const flo
   t.y_stride = y_stride;
   const size_t pair_bytes = std::max<size_t>(1, gate.row_stride + up.row_stride);
   const int64_t grain = n_tok == 1 ? std::max<int64_t>(1, static_cast<int64_t>(kMinDecodeBytes / pair_bytes)) : 1;
-  run_parallel(pool, gate.rows, grain, [&](int64_t r0, int64_t r1, int) { run_rows(t, r0, r1); });
+  parallel_for(pool, gate.rows, [&](int64_t r0, int64_t r1, int) { run_rows(t, r0, r1); }, grain, kChunksPerThread);
 }
 
 }  // namespace k3::kernels

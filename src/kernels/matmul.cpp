@@ -13,21 +13,19 @@
 
 namespace k3::kernels {
 
-void run_parallel(ThreadPool* pool, int64_t n, int64_t grain, const ThreadPool::RangeFn& fn) {
-  if (pool) pool->parallel_for(n, fn, grain, kChunksPerThread);
-  else fn(0, n, 0);
-}
-
 namespace {
 
 void matmul_fallback(const WeightView& w, const float* x, int64_t n_tok, float* y, ThreadPool* pool,
                      int64_t x_stride, int64_t y_stride) {
-  run_parallel(pool, w.rows, 4, [&](int64_t r0, int64_t r1, int) {
-    WeightView part = w;
-    part.data = w.row(r0);
-    part.rows = r1 - r0;
-    matmul_reference(part, x, n_tok, y + r0, x_stride, y_stride);
-  });
+  parallel_for(
+      pool, w.rows,
+      [&](int64_t r0, int64_t r1, int) {
+        WeightView part = w;
+        part.data = w.row(r0);
+        part.rows = r1 - r0;
+        matmul_reference(part, x, n_tok, y + r0, x_stride, y_stride);
+      },
+      4, kChunksPerThread);
 }
 
 }  // namespace
@@ -48,7 +46,7 @@ const void* prepare_activations(const DotKernel& k, const float* x, int64_t n_to
     for (int64_t t = t0; t < t1; ++t)
       quantize_act_row(k.act, x + t * x_stride, dst + t * act_stride, cols);
   };
-  if (n_tok >= 4) run_parallel(pool, n_tok, 2, quantize);
+  if (n_tok >= 4) parallel_for(pool, n_tok, quantize, 2, kChunksPerThread);
   else quantize(0, n_tok, 0);
   return dst;
 }
@@ -121,7 +119,7 @@ void matmul(const WeightView& w, const float* x, int64_t n_tok, float* y, Thread
   const size_t row_bytes = std::max<size_t>(1, w.row_stride);
   const int64_t grain =
       n_tok == 1 ? std::max<int64_t>(1, static_cast<int64_t>(kMinDecodeBytes / row_bytes)) : 1;
-  run_parallel(pool, w.rows, grain, [&](int64_t r0, int64_t r1, int) { run_rows(t, r0, r1); });
+  parallel_for(pool, w.rows, [&](int64_t r0, int64_t r1, int) { run_rows(t, r0, r1); }, grain, kChunksPerThread);
 }
 
 }  // namespace k3::kernels

@@ -116,7 +116,7 @@ void matmul_batch(std::span<const MatmulJob> jobs, ThreadPool* pool) {
         for (int64_t i = t0; i < t1; ++i)
           quantize_act_row(p.k->act, j.x + i * xs, dst + i * t.act_stride, j.w.cols);
       };
-      if (j.n_tok >= 8) run_parallel(pool, j.n_tok, 4, quantize);
+      if (j.n_tok >= 8) parallel_for(pool, j.n_tok, quantize, 4, kChunksPerThread);
       else quantize(0, j.n_tok, 0);
       t.act = dst;
       off += t.act_stride * static_cast<size_t>(j.n_tok);

@@ -2,7 +2,7 @@
 // kernels (private to kernels/).
 // Contract: prepare_activations returns x converted to k's activation format (one row per
 // token, act_stride bytes apart), valid until this thread's next call; F32 returns x itself.
-// run_parallel runs fn over [0, n) on the pool, or inline without one. run_rows computes rows
+// run_rows computes rows
 // [r0, r1) of one product (or fused gate/up pair) for all its tokens from converted
 // activations: decode (one token) streams each row once; prefill walks the rows in L2-sized
 // tiles and meets the tokens kMaxDotTokens at a time, so each weight block is decoded once per
@@ -23,9 +23,8 @@ inline constexpr size_t kMinDecodeBytes = 16 * 1024;   // smallest weight slice 
 
 const void* prepare_activations(const DotKernel& k, const float* x, int64_t n_tok, int64_t cols,
                                 int64_t x_stride, ThreadPool* pool, size_t& act_stride);
-void run_parallel(ThreadPool* pool, int64_t n, int64_t grain, const ThreadPool::RangeFn& fn);
-// Matmul work is cut into up to this many claimable chunks per thread (ThreadPool::
-// parallel_for): each thread streams its own run, whose chunks halve in size (1/2, 1/4, ...,
+// Matmul work is cut into up to this many claimable chunks per thread (k3::parallel_for's
+// chunks_per_thread): each thread streams its own run, whose chunks halve in size (1/2, 1/4, ...,
 // down to kMinDecodeBytes), and a thread that finishes first steals the small ones from the
 // back of the other's run. On bench-m decode (2026-12-03 Intel VM, perf) the threads' idle
 // time at the end of products fell from 6.2 % (4 equal chunks) to 5.2 % (4 halving) and

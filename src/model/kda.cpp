@@ -19,11 +19,6 @@ namespace {
 
 constexpr int64_t kChunk = 16;  // llama.cpp's chunk size for per-channel gates (§3.3.4)
 
-void for_range(ThreadPool* pool, int64_t n, const ThreadPool::RangeFn& fn, int64_t grain = 1) {
-  if (pool) pool->parallel_for(n, fn, grain);
-  else fn(0, n, 0);
-}
-
 // Depthwise causal conv over [state ‖ new tokens] for the tokens of one sequence, then SiLU,
 // in place on the q, k and v projections (rows of Di, batch order), all 3·Di channels in one
 // dispatch. state: 3 × Di × (K-1), oldest first. In place is safe: a channel's inputs are all
@@ -31,7 +26,7 @@ void for_range(ThreadPool* pool, int64_t n, const ThreadPool::RangeFn& fn, int64
 void conv_silu_qkv(float* const y[3], const std::vector<int64_t>& idx, float* state,
                    const std::vector<float>* const w[3], int64_t Di, int64_t K, ThreadPool* pool) {
   const int64_t n = static_cast<int64_t>(idx.size()), K1 = K - 1;
-  for_range(pool, 3 * Di, [&](int64_t c0, int64_t c1, int) {
+  parallel_for(pool, 3 * Di, [&](int64_t c0, int64_t c1, int) {
     std::vector<float> win(static_cast<size_t>(K1 + n));
     for (int64_t c = c0; c < c1; ++c) {
       float* p = y[c / Di];
@@ -328,7 +323,7 @@ void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   b.mm(w.f_b, fa.data(), n, g.data());
   // One task per (token, head): thousands of exps in double, too many for the caller alone
   // while the other threads wait for the next product.
-  for_range(pool, n * H, [&](int64_t i0, int64_t i1, int) {
+  parallel_for(pool, n * H, [&](int64_t i0, int64_t i1, int) {
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t t = i / H, h = i % H;
       const double A = -static_cast<double>(w.ssm_a[h]);  // exp(A_log) > 0
@@ -348,7 +343,7 @@ void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   std::vector<float> o(static_cast<size_t>(n * Di));
   HeadInputs in{q.data(), k.data(), v.data(), g.data(), beta.data(), o.data(), Di, H, D};
   const int64_t n_tasks = static_cast<int64_t>(b.groups.size()) * H;
-  for_range(pool, n_tasks, [&](int64_t t0, int64_t t1, int) {
+  parallel_for(pool, n_tasks, [&](int64_t t0, int64_t t1, int) {
     for (int64_t task = t0; task < t1; ++task) {
       const SeqGroup& sg = b.groups[task / H];
       const int64_t h = task % H;
@@ -362,7 +357,7 @@ void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   });
 
   // Per-head RMSNorm (shared weight), sigmoid gate, output projection.
-  for_range(pool, n * H, [&](int64_t i0, int64_t i1, int) {
+  parallel_for(pool, n * H, [&](int64_t i0, int64_t i1, int) {
     for (int64_t i = i0; i < i1; ++i) {
       float* oh = o.data() + i * D;  // row i = (token i / H, head i % H)
       const float* gh = gate.data() + i * D;

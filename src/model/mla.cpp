@@ -147,8 +147,7 @@ void mla_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
       }
     }
   };
-  if (pool) pool->parallel_for(n * n_hblk, attend, 1);
-  else attend(0, n * n_hblk, 0);
+  parallel_for(pool, n * n_hblk, attend, 1);
 
   // Decompress per head: o[t][h] = Vb[h] · ō[t][h]; then the sigmoid gate and o_proj.
   std::vector<float> o(static_cast<size_t>(n * H * Vh));

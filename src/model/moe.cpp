@@ -18,11 +18,13 @@ namespace k3::model {
 
 namespace {
 
-// The fused gate/up product with SiTU of a dense-style FFN: y = situ(gate·x, up·x).
-kernels::MatmulJob gate_up_job(const FfnWeights& w, const float* situ_c, const float* x, int64_t n, float* y) {
+// The fused gate/up product with SiTU (a dense FFN, a shared or a routed expert):
+// y = situ(gate·x, up·x). The job points at `up`, which must outlive it.
+kernels::MatmulJob gate_up_job(const kernels::WeightView& gate, const kernels::WeightView& up, const float* situ_c,
+                               const float* x, int64_t n, float* y) {
   kernels::MatmulJob j;
-  j.w = w.gate;
-  j.up = &w.up;
+  j.w = gate;
+  j.up = &up;
   j.act = ops::situ_gate_up;
   j.act_ctx = situ_c;
   j.x = x;
@@ -38,7 +40,7 @@ void ffn_forward(const BatchCtx& b, const FfnWeights& w, const float* x, float* 
   const int64_t n = b.n, F = w.gate.rows;
   std::vector<float> g(static_cast<size_t>(n * F));
   const float situ_c[2] = {hp.situ_beta, hp.situ_linear_beta};
-  const kernels::MatmulJob gu = gate_up_job(w, situ_c, x, n, g.data());
+  const kernels::MatmulJob gu = gate_up_job(w.gate, w.up, situ_c, x, n, g.data());
   b.mm.batch({&gu, 1});
   b.mm(w.down, g.data(), n, out);
 }
@@ -65,7 +67,7 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
     }
     if (w.has_shared) {
       sh_h.resize(static_cast<size_t>(n * w.shared.gate.rows));
-      jobs.push_back(gate_up_job(w.shared, situ_c, xn, n, sh_h.data()));
+      jobs.push_back(gate_up_job(w.shared.gate, w.shared.up, situ_c, xn, n, sh_h.data()));
     }
     b.mm.batch(jobs);
   }
@@ -169,15 +171,7 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
       sl.y.resize(static_cast<size_t>(m * L));
       sl.ew = src.acquire(il, active[i]);
       pins.held.push_back(active[i]);
-      kernels::MatmulJob j;
-      j.w = sl.ew.gate;
-      j.up = &sl.ew.up;
-      j.act = ops::situ_gate_up;
-      j.act_ctx = situ_c;
-      j.x = x;
-      j.n_tok = m;
-      j.y = sl.h.data();
-      jobs.push_back(j);
+      jobs.push_back(gate_up_job(sl.ew.gate, sl.ew.up, situ_c, x, m, sl.h.data()));
     }
     b.mm.batch(jobs);
     jobs.clear();

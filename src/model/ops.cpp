@@ -74,8 +74,7 @@ void Matmul::operator()(const kernels::WeightView& w, const float* x, int64_t n_
   };
   // Small products are not worth waking the pool for.
   const int64_t grain = std::max<int64_t>(8, (1 << 16) / std::max<int64_t>(1, w.cols * n_tok));
-  if (pool) pool->parallel_for(w.rows, part, grain);
-  else part(0, w.rows, 0);
+  parallel_for(pool, w.rows, part, grain);
 }
 
 void Matmul::batch(std::span<const kernels::MatmulJob> jobs) const {

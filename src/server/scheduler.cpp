@@ -33,16 +33,23 @@ struct Scheduler::Slot {
   bool generating() const { return job && next >= 0; }
 };
 
+runtime::EngineOptions SchedulerOptions::engine_options() const {
+  runtime::EngineOptions eo;
+  eo.n_threads = n_threads;
+  eo.n_seq_max = n_sequences();
+  eo.n_ctx = n_ctx;
+  // A step's batch never exceeds n_slots + n_batch tokens, so this splits exactly where the
+  // default would; it only keeps the plan's work buffers to the batches that occur.
+  eo.n_ubatch = std::min(eo.n_ubatch, std::max<int64_t>(n_batch, 1) + n_slots);
+  return eo;
+}
+
 Scheduler::Scheduler(std::shared_ptr<const model::Model> model,
                      std::shared_ptr<const text::Tokenizer> tok, const SchedulerOptions& opts)
     : opts_(opts), tok_(std::move(tok)), roles_(VocabRoles::of(*tok_)) {
   if (opts_.n_slots < 1) fail("--parallel must be >= 1 (got {})", opts_.n_slots);
   if (opts_.n_batch < 1) opts_.n_batch = 1;
-  runtime::EngineOptions eo;
-  eo.n_threads = opts_.n_threads;
-  eo.n_seq_max = opts_.n_sequences();
-  eo.n_ctx = opts_.n_ctx;
-  engine_ = std::make_unique<runtime::Engine>(std::move(model), eo);
+  engine_ = std::make_unique<runtime::Engine>(std::move(model), opts_.engine_options());
   n_ctx_ = engine_->n_ctx();
   n_threads_ = static_cast<int>(engine_->pool().size());
   stats_.slots_total = opts_.n_slots;

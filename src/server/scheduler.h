@@ -31,6 +31,7 @@ class Model;
 }
 namespace k3::runtime {
 class Engine;
+struct EngineOptions;
 }
 namespace k3::text {
 class Tokenizer;
@@ -48,6 +49,10 @@ struct SchedulerOptions {
   // Engine sequences the scheduler holds: one per slot, and one more per slot for its
   // prompt-cache snapshot. A memory plan must count all of them.
   int n_sequences() const { return n_slots * (prompt_cache ? 2 : 1); }
+  // The options the scheduler builds its engine with (n_sequences() sequences; micro-batches
+  // no longer than a step's batch: every slot's next token plus n_batch prompt tokens, at most
+  // the engine's default); a memory plan is made from these (store::shape_of).
+  runtime::EngineOptions engine_options() const;
 };
 
 // Counters and gauges for /metrics (a consistent snapshot).

@@ -39,6 +39,8 @@ struct LayerExperts {
   ExpertTensor t[3];        // gate, up, down
 };
 
+// What the engine holds; commands take it from their runtime::EngineOptions with shape_of
+// (store/engine_shape.h) rather than fill it in by hand.
 struct EngineShape {
   int64_t n_ctx = 4096;     // tokens per sequence
   int n_seq = 1;            // sequences held at once

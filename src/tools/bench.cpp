@@ -20,6 +20,7 @@
 #include "quant/types.h"
 #include "runtime/engine.h"
 #include "store/disk_bw.h"
+#include "store/engine_shape.h"
 #include "store/install.h"
 
 namespace k3::tools {
@@ -134,14 +135,16 @@ BenchResult run_bench(const BenchOptions& opt) {
   r.n_vocab = hp.n_vocab;
   r.wb = weight_bytes_of(m->gguf(), hp.n_expert, hp.n_expert_used);
 
+  runtime::EngineOptions eo;
+  eo.n_threads = opt.n_threads;
+  eo.n_ctx = std::max(opt.n_prompt, opt.n_gen) + 1;
+  eo.n_ubatch = opt.n_ubatch;
+
   std::unique_ptr<model::ExpertSource> inner;
   store::ExpertStore* xstore = nullptr;
   store::prepare_trunk(*m, opt.memory);
   if (opt.memory.streaming) {
-    store::EngineShape shape;
-    shape.n_ctx = std::max(opt.n_prompt, opt.n_gen) + 1;
-    shape.n_ubatch = opt.n_ubatch;
-    std::unique_ptr<store::ExpertStore> st = store::build_store(*m, opt.memory, shape);
+    std::unique_ptr<store::ExpertStore> st = store::build_store(*m, opt.memory, store::shape_of(*m, eo));
     xstore = st.get();
     inner = std::move(st);
   }
@@ -158,10 +161,6 @@ BenchResult run_bench(const BenchOptions& opt) {
   CountingExpertSource* counter = counting.get();
   m->set_expert_source(std::move(counting));
 
-  runtime::EngineOptions eo;
-  eo.n_threads = opt.n_threads;
-  eo.n_ctx = std::max(opt.n_prompt, opt.n_gen) + 1;
-  eo.n_ubatch = opt.n_ubatch;
   runtime::Engine eng(m, eo);
   r.n_threads = eng.pool().size();
   r.n_ubatch = opt.n_ubatch;

@@ -4,12 +4,11 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/read_file.h"
 
 namespace k3::tools {
 
@@ -146,11 +145,13 @@ K3HfConfig parse_k3_config(const std::string& text, const std::string& name) {
 }
 
 K3HfConfig read_k3_config(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail("{}: cannot open (an HF checkpoint directory needs config.json)", path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return parse_k3_config(ss.str(), path);
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const Error& e) {
+    fail("{}; an HF checkpoint directory needs config.json", e.what());
+  }
+  return parse_k3_config(text, path);
 }
 
 std::vector<std::pair<std::string, gguf::Value>> k3_model_kvs(const K3HfConfig& c) {

@@ -5,13 +5,12 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/read_file.h"
 #include "tools/hf_k3_template.h"
 #include "tools/tiktoken.h"
 
@@ -23,14 +22,6 @@ using nlohmann::json;
 namespace {
 
 constexpr uint32_t kReservedSpecials = 256;  // Kimi's num_reserved_special_tokens
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) fail("{}: cannot open", p.string());
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // "bos_token": "[BOS]" or {"content": "[BOS]", ...}.
 std::optional<std::string> token_content(const json& cfg, const char* key) {
@@ -58,7 +49,7 @@ HfTokenizerResult hf_tokenizer_kvs(const HfTokenizerInput& in) {
   const fs::path tcp = dir / "tokenizer_config.json";
   if (fs::exists(tcp, ec)) {
     try {
-      tcfg = json::parse(slurp(tcp));
+      tcfg = json::parse(read_file(tcp.string()));
     } catch (const json::exception& e) {
       fail("{}: does not parse: {}", tcp.string(), e.what());
     }
@@ -134,7 +125,7 @@ HfTokenizerResult hf_tokenizer_kvs(const HfTokenizerInput& in) {
 
   std::string tmpl;
   if (!in.chat_template_file.empty()) {
-    tmpl = slurp(in.chat_template_file);
+    tmpl = read_file(in.chat_template_file);
   } else if (auto it = tcfg.find("chat_template"); it != tcfg.end() && !it->is_null()) {
     if (it->is_string()) {
       tmpl = it->get<std::string>();
@@ -147,7 +138,7 @@ HfTokenizerResult hf_tokenizer_kvs(const HfTokenizerInput& in) {
       fail("{}: chat_template is neither a string nor a list", tcp.string());
     }
   } else if (fs::exists(dir / "chat_template.jinja", ec)) {
-    tmpl = slurp(dir / "chat_template.jinja");
+    tmpl = read_file((dir / "chat_template.jinja").string());
   }
   if (tmpl.empty()) {
     // K3 checkpoints ship without one; K3's own template makes the GGUF usable as is by

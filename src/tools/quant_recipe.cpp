@@ -39,9 +39,6 @@ std::string upper(std::string_view s) {
   return out;
 }
 bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
-bool ends_with(const std::string& s, std::string_view tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
 
 TensorTypeRule make_rule(const std::string& pattern, Type type, std::string_view context) {
   TensorTypeRule r;
@@ -203,7 +200,7 @@ std::vector<size_t> processing_order(const std::vector<TensorDesc>& tensors) {
 }
 
 bool may_quantize(const std::string& name, size_t n_dims) {
-  if (n_dims < 2 || !ends_with(name, "weight")) return false;
+  if (n_dims < 2 || !name.ends_with("weight")) return false;
   static const char* const kNever[] = {
       "_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup", "laurel",
       "per_layer_model_proj", "ssm_conv1d", "shortconv.conv.weight", "indexer.k_proj.weight",

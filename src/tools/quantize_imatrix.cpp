@@ -19,11 +19,6 @@ namespace {
 constexpr const char* kSum = ".in_sum2";
 constexpr const char* kCount = ".counts";
 
-bool ends_with(const std::string& s, const char* tail) {
-  size_t n = std::strlen(tail);
-  return s.size() >= n && s.compare(s.size() - n, n, tail) == 0;
-}
-
 const float* f32_data(const gguf::TensorInfo& t, const std::string& path) {
   if (t.type != quant::Type::F32)
     fail("{}: imatrix tensor {} has type {}, expected F32", path, t.name, quant::type_name(t.type));
@@ -50,8 +45,8 @@ Imatrix load_gguf(const std::string& path) {
   im.chunk_size = static_cast<uint32_t>(cs->as_uint());
 
   for (const gguf::TensorInfo& t : f->tensors()) {
-    if (ends_with(t.name, kCount)) continue;
-    if (!ends_with(t.name, kSum))
+    if (t.name.ends_with(kCount)) continue;
+    if (!t.name.ends_with(kSum))
       fail("{}: unexpected tensor {} (imatrix tensors end in {} or {})", path, t.name, kSum, kCount);
     std::string name = t.name.substr(0, t.name.size() - std::strlen(kSum));
     const gguf::TensorInfo* c = f->tensor(name + kCount);

@@ -59,10 +59,19 @@ std::vector<std::vector<int32_t>> chunk_calibration(const std::vector<int32_t>& 
   return out;
 }
 
+runtime::EngineOptions reap_engine_options(const ReapCalibOptions& opt) {
+  if (opt.n_ctx < 1) fail("reap: the context size (-c) must be at least 1, not {}", opt.n_ctx);
+  runtime::EngineOptions eo;
+  eo.n_threads = opt.n_threads;
+  eo.n_ctx = opt.n_ctx;
+  eo.n_ubatch = std::min<int64_t>(opt.n_ctx, 512);
+  return eo;
+}
+
 ReapCalibResult collect_reap_saliency(std::shared_ptr<const model::Model> model,
                                       const std::vector<std::vector<int32_t>>& sequences,
                                       const ReapCalibOptions& opt) {
-  if (opt.n_ctx < 1) fail("reap: the context size (-c) must be at least 1, not {}", opt.n_ctx);
+  runtime::EngineOptions eo = reap_engine_options(opt);
   int64_t total = 0;
   for (size_t i = 0; i < sequences.size(); ++i) {
     const auto len = static_cast<int64_t>(sequences[i].size());
@@ -77,10 +86,6 @@ ReapCalibResult collect_reap_saliency(std::shared_ptr<const model::Model> model,
   if (hp.n_layer_dense_lead >= hp.n_layer || hp.n_expert == 0)
     fail("{}: the model has no MoE layer, nothing to prune", model->gguf().path());
   ReapCollector col(hp.n_layer, hp.n_layer_dense_lead, hp.n_expert);
-  runtime::EngineOptions eo;
-  eo.n_threads = opt.n_threads;
-  eo.n_ctx = opt.n_ctx;
-  eo.n_ubatch = std::min<int64_t>(opt.n_ctx, 512);
   eo.debug.observer = &col;
   runtime::Engine engine(model, eo);
 

@@ -26,6 +26,9 @@
 namespace k3::model {
 class Model;
 }
+namespace k3::runtime {
+struct EngineOptions;
+}
 
 namespace k3::tools {
 
@@ -73,6 +76,10 @@ struct ReapCalibResult {
   int64_t n_tokens = 0;     // tokens run through the model
   int64_t n_sequences = 0;
 };
+
+// The options collect_reap_saliency builds its engine with (no observer yet), for the memory
+// plan (store::shape_of). Throws k3::Error when n_ctx is below 1.
+runtime::EngineOptions reap_engine_options(const ReapCalibOptions& opt);
 
 // Throws k3::Error when there is no token to run or a sequence is longer than n_ctx.
 ReapCalibResult collect_reap_saliency(std::shared_ptr<const model::Model> model,

@@ -18,7 +18,7 @@ bool is_split_key(const std::string& k) {
 }
 
 std::string strip_gguf(std::string p) {
-  if (p.size() > 5 && p.compare(p.size() - 5, 5, ".gguf") == 0) p.resize(p.size() - 5);
+  if (p.size() > 5 && p.ends_with(".gguf")) p.resize(p.size() - 5);
   return p;
 }
 

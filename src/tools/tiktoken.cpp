@@ -6,11 +6,11 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/read_file.h"
 #include "tools/synth_vocab.h"
 
 namespace k3::tools {
@@ -128,11 +128,7 @@ std::vector<std::string> parse_tiktoken(const std::string& text, const std::stri
 }
 
 std::vector<std::string> read_tiktoken(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail("{}: cannot open", path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return parse_tiktoken(ss.str(), path);
+  return parse_tiktoken(read_file(path), path);
 }
 
 GgufBpeVocab gguf_bpe_vocab(const std::vector<std::string>& ranks, const std::map<uint32_t, std::string>& specials,

@@ -19,7 +19,10 @@ struct Result {
   std::string out, err;
 };
 
-std::string tmp(const std::string& name) { return testing::TempDir() + "grammar_cli_" + name; }
+// Per test: ctest runs the tests of this file side by side.
+std::string tmp(const std::string& name) {
+  return testing::TempDir() + "grammar_cli_" + testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + name;
+}
 
 std::string slurp(const std::string& p) {
   std::ifstream f(p, std::ios::binary);

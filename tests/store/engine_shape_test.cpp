@@ -1,0 +1,121 @@
+// store::shape_of is the one place an engine shape comes from: for the options each command
+// builds its engine with, the shape (and so the memory plan) is what that engine holds —
+// n_ctx 0 is the model's training context (4096 for a file without one), the f16 cache flag
+// follows the cache type, k3 serve's sequences are 2 × slots with the prompt cache (each
+// slot's snapshot is a sequence) and its micro-batch is the engine's, k3 reap plans its
+// calibration engine.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "core/error.h"
+#include "model/model.h"
+#include "runtime/engine.h"
+#include "server/scheduler.h"
+#include "store/engine_shape.h"
+#include "store/memory_options.h"
+#include "store/memory_plan.h"
+#include "tools/reap_saliency.h"
+#include "tools/synth.h"
+
+namespace fs = std::filesystem;
+using namespace k3;
+
+namespace {
+
+struct Scratch {
+  fs::path dir = fs::temp_directory_path() / ("k3-engine-shape-test-" + std::to_string(::getpid()));
+  Scratch() { fs::create_directories(dir); }
+  ~Scratch() { fs::remove_all(dir); }
+};
+
+// A tiny synth model whose training context is n_ctx_train.
+std::shared_ptr<model::Model> synth_model(uint32_t n_ctx_train) {
+  static const Scratch scratch;
+  const std::string p = (scratch.dir / ("ctx" + std::to_string(n_ctx_train) + ".gguf")).string();
+  if (!fs::exists(p)) {
+    tools::SynthConfig c = tools::synth_preset("tiny");
+    c.n_ctx_train = n_ctx_train;
+    c.seed = 3;
+    tools::write_synth(p, c);
+  }
+  return model::Model::load(p);
+}
+
+TEST(EngineShape, FollowsTheEngineOptions) {
+  auto m = synth_model(1000);
+  runtime::EngineOptions eo;
+  eo.n_ctx = 300;
+  eo.n_seq_max = 3;
+  eo.n_ubatch = 64;
+  eo.cache_type = model::CacheType::F16;
+  const store::EngineShape s = store::shape_of(*m, eo);
+  EXPECT_EQ(s.n_ctx, 300);
+  EXPECT_EQ(s.n_seq, 3);
+  EXPECT_EQ(s.n_ubatch, 64);
+  EXPECT_TRUE(s.cache_f16);
+  eo.cache_type = model::CacheType::F32;
+  EXPECT_FALSE(store::shape_of(*m, eo).cache_f16);
+}
+
+TEST(EngineShape, ContextZeroIsTheModelsTrainingContext) {
+  auto m = synth_model(1000);
+  runtime::EngineOptions eo;  // n_ctx 0: the model's (k3 run and k3 chat with -c 0)
+  const store::EngineShape s = store::shape_of(*m, eo);
+  EXPECT_EQ(s.n_ctx, 1000);
+  EXPECT_EQ(s.n_seq, 1);
+  EXPECT_EQ(s.n_ubatch, eo.n_ubatch);
+  EXPECT_FALSE(s.cache_f16);
+  // The engine built from the same options holds that context and those sequences.
+  runtime::Engine engine(m, eo);
+  EXPECT_EQ(engine.n_ctx(), s.n_ctx);
+  EXPECT_EQ(engine.n_seq_max(), s.n_seq);
+
+  EXPECT_EQ(store::shape_of(*synth_model(0), eo).n_ctx, 4096);  // a file without a context length
+}
+
+TEST(EngineShape, ServeCountsThePromptCacheSnapshots) {
+  auto m = synth_model(1000);
+  server::SchedulerOptions so;
+  so.n_slots = 3;
+  so.n_ctx = 0;
+  so.prompt_cache = true;
+  const store::EngineShape with = store::shape_of(*m, so.engine_options());
+  EXPECT_EQ(with.n_seq, 6);
+  EXPECT_EQ(with.n_ctx, 1000);
+  EXPECT_FALSE(with.cache_f16);
+  so.prompt_cache = false;
+  const store::EngineShape without = store::shape_of(*m, so.engine_options());
+  EXPECT_EQ(without.n_seq, 3);
+  const store::MemoryPlan pw = store::plan_memory(*m, store::kUnlimited, with);
+  const store::MemoryPlan po = store::plan_memory(*m, store::kUnlimited, without);
+  EXPECT_EQ(pw.state, 2 * po.state);
+
+  // Micro-batches: the engine's default, or a step's whole batch (every slot's next token plus
+  // n_batch prompt tokens) when that is shorter.
+  so.n_batch = 2048;
+  EXPECT_EQ(store::shape_of(*m, so.engine_options()).n_ubatch, runtime::EngineOptions{}.n_ubatch);
+  so.n_batch = 16;
+  EXPECT_EQ(store::shape_of(*m, so.engine_options()).n_ubatch, 16 + 3);
+}
+
+TEST(EngineShape, ReapPlansItsCalibrationEngine) {
+  auto m = synth_model(1000);
+  tools::ReapCalibOptions ro;
+  ro.n_ctx = 100;
+  store::EngineShape s = store::shape_of(*m, tools::reap_engine_options(ro));
+  EXPECT_EQ(s.n_ctx, 100);
+  EXPECT_EQ(s.n_ubatch, 100);
+  EXPECT_EQ(s.n_seq, 1);
+  ro.n_ctx = 2048;
+  s = store::shape_of(*m, tools::reap_engine_options(ro));
+  EXPECT_EQ(s.n_ctx, 2048);
+  EXPECT_EQ(s.n_ubatch, 512);
+  ro.n_ctx = 0;
+  EXPECT_THROW(tools::reap_engine_options(ro), Error);
+}
+
+}  // namespace
