@@ -14,7 +14,8 @@ for arg in "$@"; do
 done
 PKGS=(
   build-essential cmake ninja-build ccache pkg-config
-  libfmt-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev liburing-dev
+  libfmt-dev nlohmann-json3-dev libcli11-dev liburing-dev
+  zlib1g-dev libbrotli-dev       # gzip/br request bodies (cpp-httplib is vendored: third_party/)
   libgtest-dev libgmock-dev libbenchmark-dev
   clang python3
   libjs-marked node-dompurify    # the chat page's markdown renderer and HTML sanitiser

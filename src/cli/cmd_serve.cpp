@@ -9,11 +9,9 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <pthread.h>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -24,10 +22,14 @@
 #include "cli/parse_args.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/read_file.h"
 #include "gguf/file.h"
 #include "model/model.h"
+#include "runtime/engine.h"
 #include "server/origin_policy.h"
+#include "server/scheduler.h"
 #include "server/server.h"
+#include "store/engine_shape.h"
 #include "store/install.h"
 #include "text/chat_template.h"
 #include "text/json_py.h"
@@ -40,11 +42,7 @@ namespace {
 // TEST ONLY: a JSON array of strings (one script per request, in turn) or plain text (one
 // script for every request).
 std::vector<std::string> read_scripts(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("--scripted-output: cannot read {}", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
+  const std::string text = read_file(path, kNoReadLimit, "--scripted-output");
   if (auto j = text::try_parse_json_exact(text); j && j->is_array()) {
     std::vector<std::string> out;
     for (const auto& e : *j) {
@@ -87,6 +85,9 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("--drain-timeout", o.drain_s,
                  "on SIGINT/SIGTERM, seconds running requests may take to finish (default 30; 0: stop at once)");
   app.add_option("--max-body", o.max_body, "largest request body in bytes (default 8388608)");
+  app.add_option("--request-timeout", o.request_timeout_s,
+                 "seconds a request's line, headers and body may take to arrive, plus 1 s per 64 KiB of body "
+                 "(default 10); slower clients get 408 and are disconnected");
   app.add_flag("--no-prompt-cache", no_prompt_cache,
                "do not keep a per-slot snapshot of the last conversation for the next turn to reuse "
                "(saves one sequence state per slot)");
@@ -126,6 +127,7 @@ int cmd_serve(int argc, char** argv) {
   if (o.sched.n_ctx < 0) return usage("--ctx must be >= 0");
   if (!(o.timeout_s > 0)) return usage("--timeout must be > 0");
   if (!(o.drain_s >= 0)) return usage("--drain-timeout must be >= 0");
+  if (!(o.request_timeout_s > 0)) return usage("--request-timeout must be > 0");
   if (o.max_body < 1024) return usage("--max-body must be at least 1024");
   if (o.sched.n_batch < 1) return usage("--batch must be >= 1");
   store::MemoryOptions mem;
@@ -154,14 +156,9 @@ int cmd_serve(int argc, char** argv) {
   if (tc.kind == text::TemplateKind::Unsupported) fail("{}", tc.message);
   if (tc.kind != text::TemplateKind::K3Exact) log::info("{}", tc.message);
   auto tok = text::Tokenizer::from_gguf(file);
-  {
-    store::EngineShape shape;
-    shape.n_ctx = o.sched.n_ctx > 0 ? o.sched.n_ctx
-                                    : (model->hparams().n_ctx_train ? model->hparams().n_ctx_train : 4096);
-    shape.n_seq = o.sched.n_sequences();  // the snapshots are sequences too (--no-prompt-cache halves it)
-    shape.n_ubatch = o.sched.n_batch;
-    store::install_store(*model, mem, shape);  // --ram-budget: /metrics gains k3_expert_* lines
-  }
+  // Planned for the engine the scheduler builds: its prompt-cache snapshots are sequences too.
+  // --ram-budget: /metrics gains k3_expert_* lines.
+  store::install_store(*model, mem, store::shape_of(*model, o.sched.engine_options()));
 
   // Signals are taken by one thread with sigwait, so no handler runs inside library code.
   sigset_t sigs;

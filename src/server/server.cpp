@@ -20,7 +20,7 @@
 #include "core/log.h"
 #include "model/model.h"
 #include "server/api_error.h"
-#include "server/connection_probe.h"
+#include "server/http_connection.h"
 #include "server/origin_policy.h"
 #include "server/responses.h"
 #include "server/webui.h"
@@ -70,7 +70,7 @@ std::string framing_error(const httplib::Request& req) {
   const size_t n_te = req.get_header_value_count("Transfer-Encoding");
   std::string cl;
   for (size_t i = 0; i < n_cl; ++i) {
-    const std::string v = req.get_header_value("Content-Length", i);
+    const std::string v = req.get_header_value("Content-Length", "", i);
     if (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos)
       return fmt::format("Content-Length '{}' is not a decimal number", v.substr(0, 40));
     if (i > 0 && v != cl) return "the request has two different Content-Length values";
@@ -95,6 +95,58 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
   return diff == 0 && !b.empty();
 }
 
+// The connection the calling thread serves (HttpServer below): the library's handlers run on
+// it, and read its deadline and head flags through this.
+thread_local HttpConnection* t_conn = nullptr;
+
+std::string late_request_message(const ConnectionLimits& l) {
+  return fmt::format("the request did not arrive in time: {} s for all of it, plus 1 s per {} bytes of body "
+                     "(--request-timeout), at most {} s without a byte",
+                     l.request_timeout_s, static_cast<size_t>(l.body_min_rate), l.read_timeout_s);
+}
+
+// The library's server with its per-connection loop replaced (process_and_close_socket is
+// the library's hook for that; its TLS server overrides it the same way): every accepted
+// socket is one HttpConnection for all its requests, so pipelined requests are each answered,
+// every request has a read deadline, and a response that says "Connection: close" does close.
+class HttpServer final : public httplib::Server {
+ public:
+  ConnectionLimits limits;
+  double keep_alive_s = 5;
+  size_t keep_alive_max = 100;
+
+ private:
+  bool process_and_close_socket(socket_t sock) override {
+    HttpConnection conn(sock, limits, [this] { return svr_sock_ == INVALID_SOCKET; });
+    t_conn = &conn;
+    std::string remote_addr, local_addr;
+    int remote_port = -1, local_port = -1;
+    conn.get_remote_ip_and_port(remote_addr, remote_port);
+    conn.get_local_ip_and_port(local_addr, local_port);
+    bool ok = false;
+    for (size_t left = keep_alive_max; left > 0 && conn.wait_for_request(keep_alive_s); --left) {
+      conn.begin_request();
+      bool closed = false;
+      ok = process_request(conn, remote_addr, remote_port, local_addr, local_port, left == 1, closed, nullptr);
+      // The library answers nothing when the request line never completes (too long, too
+      // slow): say why before closing.
+      if (!ok && conn.written() == 0 && conn.consumed() > 0) {
+        const int status = conn.timed_out() ? 408 : 400;
+        const std::string body =
+            conn.timed_out()
+                ? error_body(408, "timeout_error", late_request_message(limits))
+                : error_body(400, "invalid_request_error", "the request line is malformed or too long");
+        conn.write_all(fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+                                   status, httplib::status_message(status), kJson, body.size(), body));
+      }
+      if (!ok || closed || conn.closing() || conn.timed_out()) break;
+    }
+    t_conn = nullptr;
+    conn.close();
+    return ok;
+  }
+};
+
 // The state of one SSE response, shared between the content provider calls.
 struct Stream {
   std::shared_ptr<Job> job;
@@ -113,7 +165,7 @@ struct Server::Impl {
   std::shared_ptr<const model::Model> model;
   std::shared_ptr<const text::Tokenizer> tok;
   std::unique_ptr<Scheduler> sched;
-  httplib::Server http;
+  HttpServer http;
   std::vector<std::vector<int32_t>> scripts;
   std::atomic<uint64_t> script_next{0};
   std::atomic<bool> stopped{false};
@@ -209,10 +261,10 @@ void Server::Impl::run_job(BuiltRequest b, bool chat, const httplib::Request& re
 
   ResponseMeta meta{random_id(chat ? "chatcmpl-" : "cmpl-", 24), static_cast<int64_t>(std::time(nullptr)),
                     opts.model_alias};
-  // Streaming responses notice a vanished client when a write fails; a non-streaming one
-  // writes nothing until the end, so it watches the socket while it waits.
-  ConnectionProbe probe;
-  if (!b.stream) probe = ConnectionProbe::find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+  // Streaming responses notice a vanished client when a write fails or the library sees the
+  // socket closed; a non-streaming one writes nothing until the end, so it watches the socket
+  // while it waits.
+  auto client_gone = [&] { return !b.stream && req.is_connection_closed && req.is_connection_closed(); };
   // Checked on a clock, not only when the channel is idle: a fast model keeps it busy.
   auto next_probe = Clock::now();
   auto next_event = [&](Event& e) {
@@ -220,7 +272,7 @@ void Server::Impl::run_job(BuiltRequest b, bool chat, const httplib::Request& re
       const bool got = job->channel.pop(e, std::chrono::milliseconds(100));
       if (Clock::now() >= next_probe) {
         next_probe = Clock::now() + std::chrono::milliseconds(100);
-        if (probe.closed()) {
+        if (client_gone()) {
           job->cancelled = true;
           return false;
         }
@@ -395,15 +447,35 @@ std::string Server::Impl::metrics_text() {
 }
 
 void Server::Impl::routes() {
-  httplib::Server& h = http;
+  HttpServer& h = http;
+  // The limits, all set here (docs/serve.md, "HTTP limits"): the library's payload limit holds
+  // for every framing and after decoding, like the server's own count in with_body below.
   h.set_payload_max_length(opts.max_body);
-  size_t n_threads = opts.http_threads > 0
-                         ? static_cast<size_t>(opts.http_threads)
-                         : static_cast<size_t>(opts.sched.n_slots) + std::min<size_t>(opts.sched.queue_max, 32) + 4;
-  h.new_task_queue = [n_threads] { return new httplib::ThreadPool(n_threads); };
+  h.limits = ConnectionLimits{opts.request_timeout_s, opts.body_min_rate, opts.max_head_bytes, opts.read_timeout_s,
+                              opts.write_timeout_s};
+  h.keep_alive_s = opts.keep_alive_s;
+  h.keep_alive_max = std::max<size_t>(opts.keep_alive_max, 1);
+  // What the library itself uses: the Keep-Alive header it sends, and the accepted sockets'
+  // SO_RCVTIMEO/SO_SNDTIMEO (a backstop: HttpConnection waits with poll()).
+  h.set_keep_alive_timeout(static_cast<time_t>(opts.keep_alive_s));
+  h.set_keep_alive_max_count(h.keep_alive_max);
+  h.set_read_timeout(std::chrono::milliseconds(static_cast<int64_t>(opts.read_timeout_s * 1000)));
+  h.set_write_timeout(std::chrono::milliseconds(static_cast<int64_t>(opts.write_timeout_s * 1000)));
+  h.set_idle_interval(0, 0);  // the listener blocks in accept(); stop() closes it
+  // A connection holds its thread while it is open: a fixed pool let a few dozen slow
+  // clients starve every other one, /health included (issue 17, finding 6). The pool grows
+  // to 4x its base while no thread is free (the extra threads end after 3 s idle); beyond
+  // that as many connections may wait, and the rest are closed at once. (The library's own
+  // growing pool starts a thread only when none is idle, counting threads already woken for
+  // a job as idle: after a burst of connections, jobs could wait with no thread coming.)
+  const size_t n_threads = opts.http_threads > 0
+                               ? static_cast<size_t>(opts.http_threads)
+                               : static_cast<size_t>(opts.sched.n_slots) + std::min<size_t>(opts.sched.queue_max, 32) + 4;
+  h.new_task_queue = [n_threads] { return new ConnectionPool(n_threads, 4 * n_threads, 4 * n_threads, 3); };
 
   static const std::set<std::string> kPublic = {"/health", "/v1/health", "/v1/models", "/models"};
   h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (t_conn) t_conn->head_done();  // what is read from here on is the body
     // Answered here, the request's body is never read: the connection must end with this
     // response, or the body would be parsed as the next request (a desync).
     auto refuse = [&](int status, const char* type, const std::string& msg) {
@@ -445,9 +517,18 @@ void Server::Impl::routes() {
     if (constant_time_equal(key, opts.api_key)) return httplib::Server::HandlerResponse::Unhandled;
     return refuse(401, "authentication_error", "Invalid API Key");
   });
+  // Runs just before any response is written: one that ends the connection does.
+  h.set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
+    if (t_conn && res.get_header_value("Connection") == "close") t_conn->close_after_response();
+  });
   h.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
-    if (res.status == 404) send_error(res, 404, "not_found_error", fmt::format("no endpoint {} {}", req.method, req.path));
+    if (t_conn && t_conn->timed_out())
+      send_error(res, 408, "timeout_error", late_request_message(http.limits));
+    else if (t_conn && t_conn->head_too_large())
+      send_error(res, 431, "invalid_request_error",
+                 fmt::format("the request line and headers are larger than {} bytes", opts.max_head_bytes));
+    else if (res.status == 404) send_error(res, 404, "not_found_error", fmt::format("no endpoint {} {}", req.method, req.path));
     else if (res.status == 413)
       send_error(res, 413, "invalid_request_error", fmt::format("the request body is larger than the server's limit of {} bytes (--max-body)", opts.max_body));
     else if (res.status < 500)
@@ -489,9 +570,9 @@ void Server::Impl::routes() {
     };
   };
 
-  // POST handlers read their body themselves, so --max-body holds for every framing: the
-  // library enforces its payload limit only against Content-Length, not for chunked bodies,
-  // bodies read to EOF, or what a Content-Encoding inflates to. fn gets the parsed body.
+  // POST handlers read their body themselves and count it after decoding, so --max-body holds
+  // for every framing even without the library's own limit (cpp-httplib 0.11 enforced it only
+  // against Content-Length). fn gets the parsed body.
   auto with_body = [this, guarded](auto fn) {
     auto inner = guarded([this, fn](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
       std::string body;
@@ -505,14 +586,14 @@ void Server::Impl::routes() {
         return true;
       });
       if (over || !ok) res.set_header("Connection", "close");  // the rest of the body is unread
-      // The library's own refusal of a Content-Length above its payload limit ends the read
-      // too: it is the same limit.
-      const std::string cl = req.get_header_value("Content-Length");
-      if (!ok && !cl.empty() && std::strtoull(cl.c_str(), nullptr, 10) > opts.max_body) over = true;
+      // The library's own payload limit ends the read too (it sets 413): the same limit.
+      if (!ok && res.status == 413) over = true;
       if (over)
         throw ApiError(413, "invalid_request_error",
                        fmt::format("the request body (after any Content-Encoding) is larger than the server's limit "
                                    "of {} bytes (--max-body)", opts.max_body));
+      if (!ok && t_conn && t_conn->timed_out())
+        throw ApiError(408, "timeout_error", late_request_message(http.limits));
       if (!ok) throw ApiError(400, "invalid_request_error", "the request body could not be read");
       fn(req, res, parse_body(body));
     });

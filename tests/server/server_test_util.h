@@ -121,8 +121,8 @@ inline std::string raw_http(int port, const std::string& request, bool half_clos
   }
   if (half_close) ::shutdown(fd, SHUT_WR);
   // Read until the server closes, or until one whole response (headers + Content-Length
-  // bytes) has arrived and nothing more comes for 300 ms: the HTTP library keeps a socket it
-  // has answered with Connection: close open until its own read timeout (5 s).
+  // bytes) has arrived and nothing more comes for 300 ms: a connection kept alive stays open
+  // for the server's keep-alive timeout (5 s).
   std::string out;
   char buf[4096];
   auto complete = [&out] {
