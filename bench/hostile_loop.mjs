@@ -1,8 +1,9 @@
-// bench/hostile_loop.mjs BASE_URL SECONDS: a hostile client for bench/mixed_load.sh. Until the
-// time is up it runs, in a loop, the attack classes of issue 17 against k3 serve over raw
-// sockets. Meanwhile it holds 10 slow-loris sockets that send one header byte a second. After
-// each round it checks that /health answers within 2 s on a fresh connection. At the end it
-// prints one JSON line: rounds, requests, per-class status counts and health failures.
+// bench/hostile_loop.mjs BASE_URL SECONDS: a hostile client for bench/mixed_load.sh. Until the time
+// is up it runs, in a loop, the attack classes of `cases` below (deep or huge bodies, ambiguous
+// framing, forged paths and origins, bad UTF-8, mid-stream disconnects) against k3 serve over raw
+// sockets. Meanwhile it holds 10 slow-loris sockets that send one header byte a second. After each
+// round it checks that /health answers within 2 s on a fresh connection. At the end it prints one
+// JSON line: rounds, requests, per-class status counts and health failures.
 import net from 'node:net';
 import zlib from 'node:zlib';
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# bench/memory_ladder.sh: the memory ladder of the streaming expert store (issue 7,
-# docs/expert-store.md). Runs `k3 bench` on a model inside a cgroup-v1 memory limit, once per
+# bench/memory_ladder.sh: the memory ladder of the streaming expert store
+# (docs/expert-store.md). Runs `k3 bench` on a model inside a cgroup-v1 memory limit, once per
 # limit and mode — the streaming store (--ram-budget LIMIT minus HEADROOM) and the page-cache
 # baseline (--mmap) — and prints one markdown row per test (bench/ladder_row.py): tok/s, disk
 # bytes read per token (/proc/self/io), the cgroup's peak memory (memory.max_usage_in_bytes,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/mixed_load.sh [K3_BINARY] [MODEL] [seconds=60] [clients=8]: issue 17's mixed load.
+# bench/mixed_load.sh [K3_BINARY] [MODEL] [seconds=60] [clients=8]: the mixed-load check.
 # CLIENTS well-behaved streaming chat clients run for SECONDS against `k3 serve` (8 slots),
 # first alone (quiet), then while bench/hostile_loop.mjs attacks the same server in a loop.
 # Prints both load lines (errors, p50/p95 latency), the hostile client's summary, the p95

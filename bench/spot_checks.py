@@ -1,6 +1,5 @@
 #!/usr/bin/env python3
-"""Spot checks of a served chat model, as model cards report them (issue: evaluate like the
-model makers). Run by bench/spot_checks.sh against `k3 serve`; prints a markdown table and
+"""Spot checks of a served chat model, as model cards report them. Run by bench/spot_checks.sh against `k3 serve`; prints a markdown table and
 one JSON line.
 
 usage: spot_checks.py URL [--n N] [--seed S]

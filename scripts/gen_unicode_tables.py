@@ -3,8 +3,9 @@
 
 Input: the Unicode Character Database text files (Debian package `unicode-data`, Unicode 15.0.0,
 in /usr/share/unicode by default). Unicode 15.0 is the version of the reference tokenizer's regex
-engine (golden/text/README.md §1, §6.7); Python 3.11's own unicodedata is only 14.0, so it is used
-as a cross-check, not as the source.
+engine (the Python `regex` module 2022.10.31 that made the golden tokenizer cases; the cases use
+no code point assigned later); Python 3.11's own unicodedata is only 14.0, so it is used as a
+cross-check, not as the source.
 
 Each output run is (first code point, flags byte):
   bits 0-4  general category (enum order of unicode.h GeneralCategory)

@@ -66,7 +66,7 @@ int cmd_chat_render(int argc, char** argv) {
                  "none|minimal|low|medium|high|xhigh|max (mapped to the template's low/high/max)");
   app.add_option("--tool-choice", tool_choice, "auto|required|none");
   app.add_flag("--no-generation-prompt", no_gen, "do not append the assistant opener");
-  app.add_flag("--jinja", jinja, "render exactly as the Jinja template does (no spec departures)");
+  app.add_flag("--jinja", jinja, "render exactly as the Jinja template does (no engine-mode departures)");
   app.add_flag("--segments", segments, "print the segments as JSON lines instead of the prompt");
   if (auto rc = parse_args(app, argc, argv)) return *rc;
 

@@ -20,7 +20,7 @@ enum class TokenClass : uint8_t { Text, Special, Eog };
 
 class TokenVocab {
  public:
-  // pieces[i]: the bytes of text token i; names[i]: the text of a special/EOG token.
+  // pieces[i]: the bytes of text token i, or the text (`<|open|>`) of a special/EOG token.
   TokenVocab(std::vector<std::string> pieces, std::vector<TokenClass> classes);
   // Control tokens are special (EOG when the tokenizer says so, or when listed in extra_eog).
   static std::shared_ptr<const TokenVocab> from_tokenizer(const text::Tokenizer& tok,

@@ -1,5 +1,6 @@
 // kernels/act_quant: the activation formats the quantized dot products consume, made ONCE per
-// activation row and reused against every weight row (../research/ggml-formats.md §3.2, §3.15).
+// activation row and reused against every weight row (docs/quant-formats.md: activation
+// formats and the dot-product pairing).
 // Contract: quantize_act_q8_0 makes one BlockQ8_0A per 32 inputs: d = amax/127,
 // qs = round-half-away(x·(1/d)) ∈ [−127, 127] (ggml's reference Q8_0 rule), d kept as f32 (ggml
 // rounds it to f16; we keep the extra precision, it costs nothing). quantize_act_q8_k makes one

@@ -1,5 +1,5 @@
 // kernels/activations: elementwise activations of the K3 graph
-// (../research/k3-architecture.md §0, §3.7).
+// (the primitives of docs/MODEL.md).
 // Contract (all float32, y may alias the input, any n ≥ 0):
 //   sigmoid(x) = 1/(1+e^−x); silu(x) = x·sigmoid(x) — vectorised exp, ≤ 2 ulp from libm's expf;
 //   softplus(x) = x > 20 ? x : log(1+e^x) (libm, as llama.cpp);

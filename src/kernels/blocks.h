@@ -1,6 +1,6 @@
 // kernels/blocks: in-memory views of the GGUF weight blocks the fast dot products read, plus the
 // small scalar decoders both the SIMD kernels and their scalar twins share.
-// Contract: layouts are byte-for-byte those of ../research/ggml-formats.md §2 (sizes asserted);
+// Contract: layouts are byte-for-byte those of ggml's ggml-common.h (sizes asserted);
 // helpers are pure functions of the block bytes.
 #pragma once
 
@@ -36,7 +36,7 @@ inline uint32_t load_u32(const void* p) {
   return v;
 }
 
-// E8M0 half scale 2^(e-128), built exactly (§2.2).
+// E8M0 half scale 2^(e-128), built exactly (docs/quant-formats.md, scalar encodings).
 constexpr float e8m0_half(uint8_t e) {
   const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
   return std::bit_cast<float>(bits);

@@ -1,5 +1,5 @@
 // kernels/ffn_fused: the gate/up half of a SiTU FFN in one pass
-// (../research/k3-architecture.md §3.5–3.7): y[t][r] = situ((W_gate·x_t)[r], (W_up·x_t)[r]).
+// (docs/MODEL.md): y[t][r] = situ((W_gate·x_t)[r], (W_up·x_t)[r]).
 // Contract: gate and up have the same cols and rows; x/y strides as in matmul (defaults cols
 // and rows). When both share an encoding with a fast kernel, x is converted once and each row
 // pair is computed back to back (one dispatch, no gate/up temporaries); otherwise this is two

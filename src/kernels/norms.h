@@ -1,5 +1,5 @@
 // kernels/norms: RMSNorm and L2Norm over one row, with ggml-cpu's numerics
-// (../research/k3-architecture.md §0, §3.9): the sum of squares is accumulated in double,
+// (docs/MODEL.md, docs/NUMERICS.md): the sum of squares is accumulated in double,
 // then the row is multiplied by one float scale.
 // Contract: rmsnorm: y = x · (1/sqrtf(mean(x²) + eps)) [⊙ w if w != nullptr]
 //           l2norm:  y = x · (1/fmaxf(sqrtf(Σx²), eps))

@@ -1,6 +1,6 @@
 // kernels/vec_dot: per-weight-type dot products between one weight row (in its GGUF encoding)
 // and up to kMaxDotTokens activation rows in the type's activation format (ggml's pairing,
-// ../research/ggml-formats.md §3.15: Q8_0 for 32-blocks, Q8_K for k/i-quants, f32 for
+// docs/quant-formats.md: Q8_0 for 32-blocks, Q8_K for k/i-quants, f32 for
 // F32/F16/BF16 — ggml rounds the activations to f16/bf16 there; we keep them f32).
 // Contract: dot(n, w, act, act_stride, nt, out) sets out[t] = Σ_k W[k]·A_t[k] for t < nt
 // (1 ≤ nt ≤ kMaxDotTokens), A_t at act + t·act_stride bytes; the weight row is decoded once

@@ -1,6 +1,6 @@
 // AVX2 dot products of the grid types IQ2_XXS, IQ2_XS, IQ1_S, IQ1_M against Q8_K activations
-// (../research/ggml-formats.md §2.9–2.11, §3.15). Every 8-element group is one 64-bit grid
-// lookup; four of them make a 32-byte weight vector.
+// (ggml's block_iq2_* / block_iq1_* layouts and grids; the pairing in docs/quant-formats.md).
+// Every 8-element group is one 64-bit grid lookup; four of them make a 32-byte weight vector.
 // IQ2: unsigned grid magnitudes × sign-flipped activations (±1 sign tables and psignb).
 // IQ1: a value grid+δ with δ = ±1/8 is the exact integer (8·grid ± 1) over 8; a derived table
 // holds 8·grid ± 1 + 9 ∈ [0, 18] per byte, indexed by (delta sign, 11-bit grid index), so one

@@ -1,8 +1,8 @@
 // AVX2 dot products of the k-quants Q2_K, Q3_K, Q4_K, Q6_K against Q8_K activations
-// (../research/ggml-formats.md §2.7, §3.15). Weights are unpacked to non-negative bytes
-// (q2 ∈ 0..3, q3+4 ∈ 0..7, q4 ∈ 0..15, q6+32 ∈ 0..63) so maddubs can take them as the
-// unsigned operand; the offsets and the k-quant mins become one term per 16 elements through
-// the activation block sums (bsums), exactly as in the scalar twins.
+// (ggml's block_q*_K layouts; the pairing in docs/quant-formats.md). Weights are unpacked to
+// non-negative bytes (q2 ∈ 0..3, q3+4 ∈ 0..7, q4 ∈ 0..15, q6+32 ∈ 0..63) so maddubs can take
+// them as the unsigned operand; the offsets and the k-quant mins become one term per 16
+// elements through the activation block sums (bsums), exactly as in the scalar twins.
 #include <immintrin.h>
 
 #include "kernels/act_quant.h"

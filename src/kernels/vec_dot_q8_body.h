@@ -1,6 +1,7 @@
-// kernels/vec_dot_q8_body: the Q8_0 and MXFP4 dot-product loops (../research/ggml-formats.md
-// §2.4, §2.5, §3.15), written once and compiled twice over the int8 product `Dot`: with
-// AVX2 (vec_dot_q8.cpp) and with AVX-VNNI (vec_dot_vnni.cpp, chosen at run time).
+// kernels/vec_dot_q8_body: the Q8_0 and MXFP4 dot-product loops (ggml's block_q8_0 and
+// block_mxfp4 against Q8_0 activations, docs/quant-formats.md), written once and compiled twice
+// over the int8 product `Dot`: with AVX2 (vec_dot_q8.cpp) and with AVX-VNNI (vec_dot_vnni.cpp,
+// chosen at run time).
 // Dot::sum(|w|, w, a) returns 8 int32 lanes, each the sum of 4 products w·a; both forms are
 // exact (AVX2's int16 pair sums cannot saturate: |w| ≤ 128, |a| ≤ 127), so the two builds
 // agree bit for bit. Per block: one int8·int8 sum of 32 products, scaled by (d_w·d_a).

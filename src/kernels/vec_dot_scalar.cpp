@@ -1,5 +1,6 @@
 // Scalar twins of the SIMD dot products: the same integer block sums and the same scale
-// products as the AVX2 kernels, written plainly from ../research/ggml-formats.md §2 and §3.15.
+// products as the AVX2 kernels, written plainly from ggml's block layouts and the activation
+// pairing of docs/quant-formats.md.
 // They are the reference the SIMD kernels are tested against, so clarity beats speed here.
 #include <cstdint>
 

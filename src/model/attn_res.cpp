@@ -1,4 +1,4 @@
-// model/attn_res: the softmax-over-depth residual mix (spec §3.2).
+// model/attn_res: the softmax-over-depth residual mix (`mix` in docs/MODEL.md, AttnRes).
 #include <algorithm>
 #include <cmath>
 #include <vector>

@@ -1,4 +1,4 @@
-// model/forward: the top level of the K3 graph (spec §3.1): embedding, AttnRes bank and
+// model/forward: the top level of the K3 graph (docs/MODEL.md): embedding, AttnRes bank and
 // partial sums, KDA/MLA and dense/MoE sublayers, final mix, norm and LM head.
 #include "model/forward.h"
 

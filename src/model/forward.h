@@ -1,5 +1,5 @@
 // model/forward: one forward pass of K3 over a micro-batch of tokens from one or more
-// sequences (../research/k3-architecture.md §3).
+// sequences (the forward pass of docs/MODEL.md).
 // Contract: tokens are in batch order; each token belongs to a sequence whose state is
 // given, and the tokens of one sequence are its next positions in order (the caller checks
 // positions). Per-token work (projections, norms, AttnRes, FFN/MoE, head) runs on the whole
@@ -27,9 +27,10 @@ struct ForwardObserver;
 // the exact dequantize-then-double-dot reference (to separate model numerics from kernel
 // activation rounding).
 struct ForwardDebug {
-  bool moe_weights_from_biased_scores = false;  // trap T7
-  bool skip_final_res_mix = false;              // trap T6
-  bool kda_decay_on_value_axis = false;         // trap T4/T9 (recurrent form only)
+  // The traps of docs/MODEL.md ("Traps worth repeating"):
+  bool moe_weights_from_biased_scores = false;  // MoE weights from p + bias, not p
+  bool skip_final_res_mix = false;              // no output_res_score mix before output_norm
+  bool kda_decay_on_value_axis = false;         // decay on S's value index (recurrent form only)
   bool force_recurrent_kda = false;             // never use the chunked form
   bool reference_matmul = false;                // kernels::matmul_reference everywhere
   ForwardObserver* observer = nullptr;          // activation hook for tools (model/observer.h)

@@ -1,5 +1,5 @@
 // model/hparams: the Kimi-K3 hyperparameters, read from GGUF metadata exactly as llama.cpp's
-// loader reads them (../research/k3-architecture.md §1).
+// loader reads them (the keys of docs/MODEL.md).
 // Contract: load_hparams() returns a complete, validated set or throws k3::Error naming the
 // file and the key at fault. Scalar types are checked strictly (u32 keys must be UINT32, f32
 // keys FLOAT32, bool keys BOOL); per-layer arrays may hold INT32 or UINT32 and must have

@@ -1,5 +1,5 @@
-// model/kda: the Kimi Delta Attention layer (spec §3.3): projections, causal short conv with
-// carried state, L2-normed q/k, per-channel decay gate, delta-rule recurrence (chunked for
+// model/kda: the Kimi Delta Attention layer (docs/MODEL.md): projections, causal short conv
+// with carried state, L2-normed q/k, per-channel decay gate, delta-rule recurrence (chunked for
 // multi-token prefill, token-by-token otherwise), per-head output norm and sigmoid gate.
 #include <immintrin.h>
 
@@ -17,7 +17,7 @@
 namespace k3::model {
 namespace {
 
-constexpr int64_t kChunk = 16;  // llama.cpp's chunk size for per-channel gates (§3.3.4)
+constexpr int64_t kChunk = 16;  // llama.cpp's chunk size for per-channel (key-index) gates
 
 // Depthwise causal conv over [state ‖ new tokens] for the tokens of one sequence, then SiLU,
 // in place on the q, k and v projections (rows of Di, batch order), all 3·Di channels in one
@@ -163,7 +163,7 @@ void recurrent_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64
   }
 }
 
-// The chunked form (spec §3.3.4), in double inside a chunk; S is [j][i] as above.
+// The chunked form (docs/MODEL.md, KDA), in double inside a chunk; S is [j][i] as above.
 // exp(G_b − G_a) factors as e^{G_b}·e^{−G_a}, so a chunk needs one exp per (token, channel)
 // instead of one per (token pair, channel). G is the cumulative log-decay from the chunk start
 // (≤ 0), so both factors are finite unless a channel decays past e^−700 inside one chunk;

@@ -1,4 +1,4 @@
-// model/mla: the gated, NoPE, absorbed multi-head latent attention layer (spec §3.4). The
+// model/mla: the gated, NoPE, absorbed multi-head latent attention layer (docs/MODEL.md). The
 // cache holds one row of [rmsnorm(c_kv) ‖ k_pe] (C+R values) per token; queries are absorbed
 // into the latent space per head (Kb), attend over the rows, and the latent result is
 // decompressed per head (Vb).

@@ -1,4 +1,4 @@
-// model/moe: the dense SiTU FFN (spec §3.5) and the latent MoE (§3.6): sigmoid router with a
+// model/moe: the dense SiTU FFN and the latent MoE (docs/MODEL.md): sigmoid router with a
 // selection-only correction bias, top-k, normalisation and scaling of the unbiased scores,
 // routed experts in the latent space grouped by expert across the batch (each active
 // expert's weights are read once per batch), RMS-normed routed sum, up-projection, shared

@@ -1,4 +1,4 @@
-// model/ops: the per-token primitive functions of the K3 graph (spec §0), shared by the
+// model/ops: the per-token primitive functions of the K3 graph (docs/MODEL.md), shared by the
 // layer forwards. Reductions accumulate in double (ggml-cpu does for norms; we do it for
 // every reduction so that F32 models stay within 1e-9 NMSE of a float64 evaluation).
 #pragma once
@@ -25,7 +25,7 @@ inline float sigmoid(double x) { return static_cast<float>(1.0 / (1.0 + std::exp
 inline float silu(double x) { return static_cast<float>(x / (1.0 + std::exp(-x))); }
 inline double softplus(double x) { return x > 20.0 ? x : std::log1p(std::exp(x)); }
 
-// SiTU (spec §3.7): [β·tanh(g/β)·σ(g)] · [λ·tanh(u/λ)]; λ ≤ 0 leaves u uncapped.
+// SiTU: [β·tanh(g/β)·σ(g)] · [λ·tanh(u/λ)]; λ ≤ 0 leaves u uncapped.
 inline float situ(double g, double u, double beta, double lambda) {
   const double gate = beta * std::tanh(g / beta) / (1.0 + std::exp(-g));
   const double up = lambda > 0.0 ? lambda * std::tanh(u / lambda) : u;

@@ -1,10 +1,32 @@
 // model/weights: every non-expert K3 tensor, bound by name with its expected shape beside it
-// (../research/k3-architecture.md §2). Matrices stay in their GGUF encoding and point into the
+// (the tensor list of docs/MODEL.md). Matrices stay in their GGUF encoding and point into the
 // mapping; 1-D vectors (norms, biases, conv taps, AttnRes scores) are small and are decoded
-// to float once. Tensors the K3 graph ignores (§2.7: *.scale, *.input_scale, KDA q/k/v
-// biases, attn_kv_b next to k_b/v_b) are never looked at.
+// to float once. Tensors the K3 graph ignores (*.scale, *.input_scale, KDA q/k/v biases,
+// attn_kv_b next to k_b/v_b: llama.cpp's K3 graph never reads them) are never looked at.
 // Contract: bind_weights() throws k3::Error naming the tensor that is missing, has the wrong
 // shape (trailing 1-dims may be dropped, as llama.cpp's saver does) or an unusable type.
+//
+// Shapes are in GGUF ne order, ne[0] contiguous: [IN, OUT] is OUT rows of IN values (a
+// PyTorch (OUT, IN) nn.Linear weight), and a 3-D [A, B, H] is H·B rows of A. Heads are
+// head-major (element h·D + d). The letters, with their HParams field, kimi-k3.* GGUF key and
+// full-K3 value:
+//   E   n_embd             embedding_length                                    7168
+//   V   n_vocab            length of tokenizer.ggml.tokens                     163840
+//   H   n_head             attention.head_count, layer 0 (MLA and KDA heads)   96
+//   D   kda_head_dim       kda.head_dim; Di = H·D = kda_inner()                128
+//   K   ssm_conv_kernel    ssm.conv_kernel (causal conv taps)                  4
+//   Q   q_lora_rank        attention.q_lora_rank (0: plain attn_q)             1536
+//   C   kv_lora_rank       attention.kv_lora_rank (the MLA latent)             512
+//   R   n_rot              rope.dimension_count (the un-rotated "pe" dims)     64
+//   N   qk_nope()          attention.key_length_mla − R                        128
+//   Vh  n_embd_head_v_mla  attention.value_length_mla                          128
+//   F   n_ff               feed_forward_length (dense layers)                  33792
+//   X   n_expert           expert_count (k = expert_used_count)                896 (k 16)
+//   L   expert_in()        expert_latent_length, or E when it is 0             3584
+//   Fe  n_ff_exp           expert_feed_forward_length                          3072
+//   Fs  n_ff_shexp()       Fe · expert_shared_count                            6144
+// Expert tensors ([L, Fe, X] gate/up, [Fe, L, X] down) are not here: model::ExpertSource
+// serves them. docs/MODEL.md has the same table and the forward pass these weights feed.
 #pragma once
 
 #include <cstdint>

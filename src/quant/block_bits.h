@@ -1,6 +1,6 @@
 // quant/block_bits: little helpers shared by the block codecs (internal to k3_quant).
 // Contract: unaligned little-endian loads/stores of block fields, and nearest_int with the exact
-// semantics of the reference quantizers (§2.2: ties to even via the 1.5·2^23 magic add, valid
+// semantics of the reference quantizers (ties to even via the 1.5·2^23 magic add, valid
 // for |v| < 2^22; outside that range it returns what the reference returns, not a clamp).
 #pragma once
 

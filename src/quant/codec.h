@@ -1,7 +1,7 @@
 // quant/codec: block dequantization and reference quantization for every file type.
 // Contract: dequantize_row is bit-exact with ggml's reference dequantizers
-// (../research/ggml-formats.md §2, vectors in tests/data/formats). quantize_rows reproduces
-// ggml's reference quantizers (§3), optionally weighted by an importance matrix (one weight
+// (docs/quant-formats.md, vectors in tests/data/formats). quantize_rows reproduces ggml's
+// reference quantizers (ggml-quants.c), optionally weighted by an importance matrix (one weight
 // per column, n_per_row floats). n / n_per_row must be multiples of the type's block size;
 // callers validate shapes first — a wrong shape or type still throws k3::Error rather than
 // touching memory out of bounds.
@@ -22,7 +22,7 @@ bool can_dequantize(Type t);
 // Whether the type can be produced by quantize_rows.
 bool can_quantize(Type t);
 // Whether llama-quantize refuses to quantize this type without an importance matrix
-// (IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M; ../research/ggml-formats.md §3.14).
+// (IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M; docs/quant-formats.md, importance matrix).
 bool requires_imatrix(Type t);
 
 // Quantizes nrows rows of n_per_row floats into dst (row_bytes(t, n_per_row) each).

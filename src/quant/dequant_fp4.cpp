@@ -1,5 +1,6 @@
-// quant/dequant_fp4: decoders of the FP4 (E2M1) types MXFP4 (E8M0 block scale, §2.5) and NVFP4
-// (UE4M3 scale per 16 elements, §2.6). Both use the doubled E2M1 table, hence "half" scales.
+// quant/dequant_fp4: decoders of the FP4 (E2M1) types MXFP4 (E8M0 block scale) and NVFP4
+// (UE4M3 scale per 16 elements). Both use the doubled E2M1 table, hence "half" scales (the
+// encodings are in docs/quant-formats.md).
 #include "quant/fp_strict.h"  // first: no FMA contraction in this file
 
 #include <bit>

@@ -1,5 +1,6 @@
 // quant/dequant_iquants: decoders of the grid ("i-quant") types IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS,
-// IQ2_S, IQ3_XXS, IQ3_S, and of IQ4_XS (§2.9–2.11). Grid entries hold coordinate j in byte j.
+// IQ2_S, IQ3_XXS, IQ3_S, and of IQ4_XS (ggml's dequantize_row_iq*). Grid entries hold
+// coordinate j in byte j.
 #include "quant/fp_strict.h"  // first: no FMA contraction in this file
 
 #include "quant/block_bits.h"

@@ -1,4 +1,5 @@
-// quant/dequant_kquants: decoders of the 256-element k-quant super-blocks Q2_K..Q6_K (§2.7).
+// quant/dequant_kquants: decoders of the 256-element k-quant super-blocks Q2_K..Q6_K
+// (ggml's dequantize_row_q2_K … q6_K).
 // The evaluation order (d·sc first, then ·q, then − min) follows ggml: it matters for Q6_K,
 // whose (d·sc)·q product can need a rounding.
 #include "quant/fp_strict.h"  // first: no FMA contraction in this file

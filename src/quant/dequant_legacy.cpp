@@ -1,5 +1,6 @@
 // quant/dequant_legacy: decoders of the 32-element block types Q4_0, Q4_1, Q5_0, Q5_1, Q8_0
-// and IQ4_NL (§2.3/§2.4). Byte j of the quant array holds elements j (low nibble) and j+16.
+// and IQ4_NL (ggml's dequantize_row_*). Byte j of the quant array holds elements j (low
+// nibble) and j+16.
 #include "quant/fp_strict.h"  // first: no FMA contraction in this file
 
 #include "quant/block_bits.h"

@@ -1,4 +1,4 @@
-// quant/dequant_lowbit: decoders of the ternary types TQ1_0 / TQ2_0 (§2.8) and the recent
+// quant/dequant_lowbit: decoders of the ternary types TQ1_0 / TQ2_0 and the recent
 // 1- and 2-bit types Q1_0 / Q2_0.
 #include "quant/fp_strict.h"  // first: no FMA contraction in this file
 

@@ -1,7 +1,7 @@
 // quant/fp16: exact scalar conversions between f32 and IEEE binary16 / bfloat16.
-// Contract (§2.2): decoding is exact for every input (subnormals, ±0, Inf, NaN payloads);
-// f32→f16 rounds to nearest even without flushing, overflows to ±Inf, and turns any NaN into
-// 0x7E00 with the input's sign; f32→bf16 rounds to nearest even and forces NaNs quiet.
+// Contract (docs/quant-formats.md): decoding is exact for every input (subnormals, ±0, Inf, NaN
+// payloads); f32→f16 rounds to nearest even without flushing, overflows to ±Inf, and turns any NaN
+// into 0x7E00 with the input's sign; f32→bf16 rounds to nearest even and forces NaNs quiet.
 #include "quant/fp_strict.h"  // first: no FMA contraction in this file
 
 #include <bit>

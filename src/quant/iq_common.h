@@ -1,7 +1,7 @@
 // quant/iq_common: scalar helpers and per-row entry points shared by the grid quantizers.
 // Contract: the helpers reproduce ggml's reference arithmetic bit for bit (binary32, no FMA
 // contraction — every file that includes this header and does float math starts with
-// `#pragma GCC optimize("fp-contract=off")`, see ../research/ggml-formats.md §3.0).
+// `#pragma GCC optimize("fp-contract=off")`; the ground rules are in docs/quant-formats.md).
 // The row functions quantize one row of n floats (n a multiple of 256) into n/256 blocks;
 // `qw` is the importance vector for that row (n floats) or null where the type allows it.
 // Inputs are assumed finite (quantize_iq validates them).

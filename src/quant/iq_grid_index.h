@@ -6,7 +6,7 @@
 //     4-coordinate IQ3 grids); a level l stands for the odd integer q = 2l+1.
 //   * neighbours: all grid points whose squared distance (in q coordinates) to the key is among
 //     the `nwant` smallest distinct distances, ordered by (distance, grid index) — the order in
-//     which ggml's quantizers examine them (../research/ggml-formats.md §3.8).
+//     which ggml's quantizers examine them (iq2xs_init_impl's kneighbors lists in ggml-quants.c).
 // Grid indices are those of the codebooks (quant/codebooks.h), i.e. the stored format indices.
 #pragma once
 

@@ -1,8 +1,8 @@
 // quant/iq_one_bit: reference quantizers of IQ1_S and IQ1_M (one row at a time).
-// Contract: byte-identical to ggml's quantize_iq1_s / quantize_iq1_m as specified in
-// ../research/ggml-formats.md §3.11–3.12: exhaustive search of the two split points over the
-// values sorted ascending (stable, as glibc's merge-sort qsort), delta-shift hypotheses,
-// neighbour search with raw weights and signed values, refit, and the final scale packing.
+// Contract: byte-identical to ggml's quantize_iq1_s / quantize_iq1_m: exhaustive search of the two
+// split points over the values sorted ascending (stable, as glibc's merge-sort qsort), delta-shift
+// hypotheses, neighbour search with raw weights and signed values, refit, and the final scale
+// packing.
 // IQ1_M's split search accumulates each candidate directly (the formulation the reference
 // vectors were produced with; newer ggml derives the sums from prefix sums, which rounds
 // differently).

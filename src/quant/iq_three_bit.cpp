@@ -1,8 +1,7 @@
 // quant/iq_three_bit: reference quantizers of IQ3_XXS and IQ3_S (one row at a time).
-// Contract: reproduces ggml's quantize_iq3_xxs / quantize_iq3_s (../research/ggml-formats.md
-// §3.10 summary): 4-coordinate grids with 3-bit levels (q = 2l+1), 32-value sub-blocks, the
-// sign-parity trick for IQ3_XXS and full sign bytes for IQ3_S. Without an importance vector
-// the weights are x².
+// Contract: reproduces ggml's quantize_iq3_xxs / quantize_iq3_s: 4-coordinate grids with 3-bit
+// levels (q = 2l+1), 32-value sub-blocks, the sign-parity trick for IQ3_XXS and full sign bytes for
+// IQ3_S. Without an importance vector the weights are x².
 // One deliberate difference: when an IQ3_S sub-block is exactly zero, ggml skips it without
 // advancing its qs/signs write pointers, so the following sub-blocks land one slot early and
 // the block decodes wrongly. We write every sub-block at its own position; bytes differ from

@@ -1,7 +1,7 @@
 // quant/iq_two_bit: reference quantizers of IQ2_XXS, IQ2_XS and IQ2_S (one row at a time).
-// Contract: byte-identical to ggml's quantize_iq2_xxs / _xs / _s (../research/ggml-formats.md
-// §3.8–3.10): same scale trials, neighbour searches, sign-parity trick and float evaluation
-// order. IQ2_XXS and IQ2_XS need an importance vector; IQ2_S falls back to 0.25·σ² + x².
+// Contract: byte-identical to ggml's quantize_iq2_xxs / _xs / _s: same scale trials, neighbour
+// searches, sign-parity trick and float evaluation order. IQ2_XXS and IQ2_XS need an importance
+// vector; IQ2_S falls back to 0.25·σ² + x².
 #pragma GCC optimize("fp-contract=off")
 
 #include "quant/iq_common.h"
@@ -12,7 +12,7 @@ namespace {
 
 constexpr int kMaxQ = 3;  // levels 0..2, q = 1, 3, 5
 
-// make_qp_quants (§3.4) for n <= 32 values with levels 0..nmax. Levels live in a uint8 array
+// ggml's make_qp_quants for n <= 32 values with levels 0..nmax. Levels live in a uint8 array
 // as in ggml: a negative rounding (possible here because of the sign-parity trick) wraps
 // modulo 256 and later reads see the wrapped value. Only the returned scale is used.
 float make_qp(int n, int nmax, const float* x, const float* w) {

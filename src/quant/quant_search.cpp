@@ -1,5 +1,6 @@
-// quant/quant_search: implementations of the §3.4 search helpers. Every expression mirrors the
-// reference's operand order and int→float promotions; comments flag the non-obvious ones.
+// quant/quant_search: implementations of ggml's k-quant search helpers (quant_search.h). Every
+// expression mirrors the reference's operand order and int→float promotions; comments flag the
+// non-obvious ones.
 #include "quant/fp_strict.h"  // first: no FMA contraction in this file
 
 #include "quant/quant_search.h"
@@ -203,7 +204,7 @@ float make_qp(int n, int nmax, const float* x, uint8_t* L, const float* w) {
     return 0.f;
   }
   float iscale = float(nmax) / max;
-  // No clamp here, and a negative result wraps in the uint8 array (§3.4): later reads see it.
+  // No clamp here, and a negative result wraps in the uint8 array (as in ggml): later reads see it.
   for (int i = 0; i < n; ++i) L[i] = uint8_t(nearest_int(iscale * x[i]));
   const float scale = 1 / iscale;
   float best_mse = 0;

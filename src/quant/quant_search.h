@@ -1,5 +1,6 @@
 // quant/quant_search: the scale/level search helpers of the k-quant reference quantizers
-// (../research/ggml-formats.md §3.4), internal to k3_quant.
+// (ggml-quants.c's make_qx_quants, make_q3_quants, make_qkx2/3_quants, make_qp_quants),
+// internal to k3_quant.
 // Contract: binary32 arithmetic evaluated in the reference's order (this code must not be built
 // with FMA contraction or fast-math), so that callers reproduce ggml's bytes. Level arrays
 // keep the reference's storage types: int8 for make_qx/make_q3, uint8 for the others (make_qp

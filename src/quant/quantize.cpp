@@ -1,6 +1,6 @@
 // quant/quantize: quantize_rows, can_quantize and requires_imatrix — the public entry points of
 // the reference quantizers. Routes block types to quant_rows.h and grid types to quantize_iq.
-// Contract: see quant/codec.h. The imatrix rule is llama-quantize's (§3.14, checked against its
+// Contract: see quant/codec.h. The imatrix rule is llama-quantize's (checked against its
 // source): IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S and IQ1_M refuse to run without one; the Q2_K_S rule
 // depends on the file type, not the tensor type, so it belongs to the caller.
 #include "quant/fp_strict.h"  // first: no FMA contraction in this file

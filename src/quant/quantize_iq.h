@@ -1,5 +1,5 @@
 // quant/quantize_iq: reference quantizers of the grid ("i-quant") types IQ1_S, IQ1_M,
-// IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S (../research/ggml-formats.md §3.8–3.12).
+// IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S (ggml's quantize_iq* in ggml-quants.c).
 // Contract: same as quantize_rows in quant/codec.h, for these types only; callers go through
 // quantize_rows, which checks the imatrix requirement first.
 #pragma once

@@ -1,5 +1,5 @@
 // quant/quantize_iq4: reference quantizers of IQ4_NL (32-element blocks) and IQ4_XS
-// (256-element super-blocks with 6-bit sub-block scales), §3.13. Both run the same per-32
+// (256-element super-blocks with 6-bit sub-block scales). Both run the same per-32
 // search against the non-linear table kValuesIq4nl with ntry = 7, as ggml's file quantizer does.
 #include "quant/fp_strict.h"  // first: no FMA contraction in this file
 

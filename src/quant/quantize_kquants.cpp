@@ -1,5 +1,6 @@
-// quant/quantize_kquants: reference quantizers of the k-quants Q2_K, Q3_K (§3.5, §3.6) and
-// Q4_K, Q5_K, Q6_K (§3.7), each with its plain (_ref) and importance-matrix (_impl) path.
+// quant/quantize_kquants: reference quantizers of the k-quants Q2_K, Q3_K and Q4_K, Q5_K, Q6_K
+// (ggml's quantize_row_q*_K_ref and quantize_q*_K_impl), each with its plain (_ref) and
+// importance-matrix (_impl) path.
 // Byte-exactness rests on binary32 evaluation in the reference's order (quant_search.h), on
 // re-quantizing with the f16-rounded scales, and on the reference's uint8/int8 level storage.
 #include "quant/fp_strict.h"  // first: no FMA contraction in this file

@@ -1,13 +1,13 @@
-// quant/quantize_legacy: reference quantizers of the 32-element types Q8_0 (§3.1), Q4_0, Q5_0,
-// Q5_1 and MXFP4 (§3.3).
+// quant/quantize_legacy: reference quantizers of the 32-element types Q8_0, Q4_0, Q5_0,
+// Q5_1 and MXFP4 (ggml's quantize_row_*_ref and quantize_*_impl).
 // Q4_0/Q5_0 without an imatrix are ggml's *_ref rules (scale = signed absmax / -8 or -16,
 // truncating conversion of x/d + 8.5 or + 16.5, capped at the top level); with one, a make_qx
-// search (nmax 8 or 16) over weights imatrix·sqrt(sigma2 + x²), where sigma2 is the mean square
-// of the whole row. Q5_1 without an imatrix spreads [min, max] over 31 steps (min stored as the
+// search (nmax 8 or 16) over weights imatrix·sqrt(sigma2 + x²), where sigma2 is the mean square of
+// the whole row. Q5_1 without an imatrix spreads [min, max] over 31 steps (min stored as the
 // offset, truncating conversion of (x - min)/d + 0.5); with one, make_qkx3 (nmax 31, rmin -0.9,
-// rdelta 0.05, 36 steps, squared error) over the same weights. The fifth bit of element j goes
-// to bit j of the u32 qh (§2.3). Q5_0/Q5_1 exist here for llama-quantize's shape fallback
-// (Q4_K -> Q5_0, Q5_K -> Q5_1, §4.5).
+// rdelta 0.05, 36 steps, squared error) over the same weights. The fifth bit of element j goes to
+// bit j of the u32 qh. Q5_0/Q5_1 exist here for llama-quantize's shape fallback
+// (Q4_K -> Q5_0, Q5_K -> Q5_1; docs/quantize.md).
 #include "quant/fp_strict.h"  // first: no FMA contraction in this file
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Type table: ids, block sizes and bytes from ../research/ggml-formats.md §2.1 (GGUF facts).
+// Type table: ids, block sizes and bytes of ggml's enum ggml_type and type_traits (GGUF facts).
 #include "quant/types.h"
 
 #include <cctype>

@@ -1,5 +1,5 @@
 // quant/types: the ggml tensor type table (ids, block sizes, bytes per block).
-// Contract: ids and sizes are those of ../research/ggml-formats.md §2.1 (the GGUF on-disk
+// Contract: ids and sizes are those of ggml's type_traits table (the GGUF on-disk
 // facts). type_info() returns nullptr for ids that are removed, activation-only where a file
 // cannot hold them, or unknown, so a reader can reject them with its own context.
 #pragma once

@@ -2,7 +2,7 @@
 // Contract: every failure a client can see is an ApiError carrying the HTTP status, the
 // OpenAI error `type` and, when one request field is at fault, its name (`param`). The body
 // is always {"error":{"message","type","param","code"}} with code = the HTTP status, so
-// OpenAI SDKs and llama-server clients both understand it (spec §4.6). Client mistakes are
+// OpenAI SDKs and llama-server clients both understand it. Client mistakes are
 // 4xx, never 500.
 #pragma once
 

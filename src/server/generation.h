@@ -1,12 +1,12 @@
 // server/generation: the per-slot state of one running request, between the engine's logits
 // and the request's channel.
-// Contract: the scheduler asks choose() for the next token (a reasoning-budget injection
-// first, then the test-only script, else the sampler) and hands it to accept(), which turns
-// it into channel events: chat output goes token by token through the XTML output parser
-// (markers by id, spec §2.4), raw completions through UTF-8-safe detokenization (control
-// tokens render as nothing). Stop strings are matched on the generated text before either.
-// accept() returns true once the request is over; it has then pushed exactly one Done.
-// Usage counts every token produced (sampled or injected), the end token included.
+// Contract: the scheduler asks choose() for the next token (a reasoning-budget injection first,
+// then the test-only script, else the sampler) and hands it to accept(), which turns it into
+// channel events: chat output goes token by token through the XTML output parser (markers by id,
+// docs/CHAT-FORMAT.md, "Output parser"), raw completions through UTF-8-safe detokenization (control
+// tokens render as nothing). Stop strings are matched on the generated text before either. accept()
+// returns true once the request is over; it has then pushed exactly one Done. Usage counts every
+// token produced (sampled or injected), the end token included.
 // With a grammar (Job::grammar) every sampled token is drawn from the grammar's mask, every
 // token (forced ones included) advances it, and once the grammar is complete with nothing
 // more to follow the end token is chosen without sampling.

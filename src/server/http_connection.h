@@ -1,6 +1,6 @@
 // server/http_connection: one accepted HTTP connection, as the Stream the HTTP library
 // (cpp-httplib, third_party/cpp-httplib) parses requests from and writes responses to. It adds
-// what the library leaves to its caller (issue 17, findings 6 and 15):
+// what the library leaves to its caller (slow clients, HTTP/1.1 framing; docs/serve.md):
 // - one read buffer for the connection's whole life, so requests pipelined behind the first
 //   are parsed in turn (the library's own stream lives for one request and drops what it read
 //   ahead);

@@ -242,7 +242,8 @@ BuiltRequest build_chat_request(const Json& req, const text::Tokenizer& tok,
   if (job->snapshot_at >= job->prompt.size()) job->snapshot_at = 0;
   check_prompt_fits(job->prompt.size(), lim);
 
-  // The parser starts in the channel the generation prompt opened (spec §1.8).
+  // The parser starts in the channel the generation prompt opened (docs/CHAT-FORMAT.md, "Prompt
+  // rendering").
   size_t n = segs.size();
   job->parser.thinking = n >= 3 && segs[n - 1].special && segs[n - 1].text == "<|sep|>" &&
                          !segs[n - 2].special && segs[n - 2].text == "think" &&

@@ -1,4 +1,5 @@
-// server/responses: the JSON bodies the OpenAI API returns (spec §4.3–4.5).
+// server/responses: the JSON bodies the OpenAI API returns (docs/serve.md), as llama-server
+// writes them for /v1/chat/completions (whole and streamed) and /v1/completions.
 // Contract: chat_message() folds the parser's deltas into the non-streaming message, so a
 // non-streaming answer is exactly the concatenation of what a stream would have sent;
 // reasoning_content and tool_calls are omitted when empty, content is "" (never null).

@@ -280,7 +280,7 @@ void Server::Impl::run_job(BuiltRequest b, bool chat, const httplib::Request& re
       if (got) return true;
     }
   };
-  // The first event decides between an HTTP error and a response (spec §4.4).
+  // The first event decides between an HTTP error and a response (docs/serve.md, "Errors").
   Event ev;
   if (!next_event(ev)) return;
   if (ev.kind == Event::Kind::Error) return send_error(res, ev.status, ev.error_type, ev.message);
@@ -463,7 +463,7 @@ void Server::Impl::routes() {
   h.set_write_timeout(std::chrono::milliseconds(static_cast<int64_t>(opts.write_timeout_s * 1000)));
   h.set_idle_interval(0, 0);  // the listener blocks in accept(); stop() closes it
   // A connection holds its thread while it is open: a fixed pool let a few dozen slow
-  // clients starve every other one, /health included (issue 17, finding 6). The pool grows
+  // clients starve every other one, /health included. The pool grows
   // to 4x its base while no thread is free (the extra threads end after 3 s idle); beyond
   // that as many connections may wait, and the rest are closed at once. (The library's own
   // growing pool starts a thread only when none is idle, counting threads already woken for

@@ -7,7 +7,7 @@
 // cancelled like a streaming one, freeing its slot. HTTP runs on the vendored cpp-httplib
 // with the server's own connection loop (server/http_connection.h: read deadlines,
 // pipelining). Endpoints, request fields and error shapes are documented in docs/serve.md
-// (spec §4). Loopback is the default bind. With an API key every endpoint except /health
+// (docs/serve.md). Loopback is the default bind. With an API key every endpoint except /health
 // and /v1/models (and the chat page's files, which hold no data) requires
 // `Authorization: Bearer KEY`.
 // scripted_outputs is TEST-ONLY: when non-empty, request i's generated tokens are not

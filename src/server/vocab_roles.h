@@ -1,10 +1,10 @@
 // server/vocab_roles: what the server needs to know about a vocabulary's special tokens.
-// Contract: VocabRoles::of() finds the three XTML markers (<|open|>, <|close|>, <|sep|>) and
-// the end-of-generation set; kind() classifies any id for the output parser (markers by id
-// only, so generated text that spells "<|close|>" stays text). tokenize_segments() turns a
-// rendered chat (text segments + marker segments) into ids: markers become their control
-// ids, text is encoded with special tokens OFF (spec §1.9). A vocabulary without the markers
-// cannot serve chat: of() throws k3::Error naming the missing token.
+// Contract: VocabRoles::of() finds the three XTML markers (<|open|>, <|close|>, <|sep|>) and the
+// end-of-generation set; kind() classifies any id for the output parser (markers by id only, so
+// generated text that spells "<|close|>" stays text). tokenize_segments() turns a rendered chat
+// (text segments + marker segments) into ids: markers become their control ids, text is encoded
+// with special tokens OFF (docs/CHAT-FORMAT.md, "Prompt rendering"). A vocabulary without the
+// markers cannot serve chat: of() throws k3::Error naming the missing token.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// store/expert_store: the budgeted streaming expert store — routed-expert weights read from
-// disk into a fixed set of cache slots, behind model::ExpertSource (issue 7).
+// store/expert_store: the budgeted streaming expert store — routed-expert weights read from disk
+// into a fixed set of cache slots, behind model::ExpertSource (docs/expert-store.md).
 // Contract:
 // * Slots: plan.slots slots of plan.slot_bytes in one anonymous mapping (touched only when
 //   filled); a slot holds one (layer, expert): its gate, up and down slices, each read with

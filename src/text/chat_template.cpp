@@ -255,7 +255,7 @@ class Renderer {
       return;
     }
     if (engine() && args.is_string()) {
-      // Spec §1.5.1 "Recommended": parse; object -> typed, invalid -> JSON block, else 400.
+      // As the reference encoder: parse; object -> typed, invalid -> JSON block, else 400.
       const std::string& s = args.get_ref<const std::string&>();
       if (py_is_blank(s)) {
         args = Json::object();
@@ -416,7 +416,7 @@ ChatTemplateInput chat_input_from_request(const Json& req, bool add_generation_p
   if (const Json& tc = get(req, "tool_choice"); tc.is_string()) {
     if (tc == "required" || tc == "none") in.vars["tool_choice"] = tc;
   } else if (tc.is_object()) {
-    // A named function has no template form; "required" is the closest note (spec §1.7).
+    // A named function has no template form; "required" is the closest note.
     in.vars["tool_choice"] = "required";
   }
   if (has(req, "response_format")) {

@@ -1,14 +1,14 @@
 // text/chat_template: native renderer of Kimi-K3's XTML chat template.
-// Contract: render_chat_segments() produces, byte for byte, what Kimi-K3.jinja renders under
-// Jinja2 3.1.2 in the Hugging Face environment (TemplateMode::Jinja), or what the spec and
-// Moonshot's reference encoder render where they deliberately differ (TemplateMode::Engine,
-// the default: string tool-call arguments parsed, no assistant `name`, `developer` rendered
-// as `system`, schema keys sorted by code point). Inputs the template rejects throw k3::Error
-// with the template's own message. Segments mark the four XTML markers as special; every
-// other byte is a text segment to be tokenized on its own with special tokens OFF, so user
-// text spelling "<|open|>" can never become a control token (spec §1.9).
-// There is no general Jinja engine here: check_chat_template() tells whether a GGUF's
-// tokenizer.chat_template is K3's so callers can refuse anything else.
+// Contract: render_chat_segments() produces, byte for byte, what Kimi-K3.jinja renders under Jinja2
+// 3.1.2 in the Hugging Face environment (TemplateMode::Jinja), or what Moonshot's reference encoder
+// renders where it deliberately differs (TemplateMode::Engine, the default: string tool-call
+// arguments parsed, no assistant `name`, `developer` rendered as `system`, schema keys sorted by
+// code point). Inputs the template rejects throw k3::Error with the template's own message.
+// Segments mark the four XTML markers as special; every other byte is a text segment to be
+// tokenized on its own with special tokens OFF, so user text spelling "<|open|>" can never become a
+// control token (docs/CHAT-FORMAT.md, "Prompt rendering"). There is no general Jinja engine here:
+// check_chat_template() tells whether a GGUF's tokenizer.chat_template is K3's so callers can
+// refuse anything else.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +22,7 @@
 namespace k3::text {
 
 enum class TemplateMode {
-  Engine,  // spec-recommended departures from the raw template (what the server uses)
+  Engine,  // the reference encoder's departures from the raw template (what the server uses)
   Jinja,   // faithful to the Jinja template as Python renders it
 };
 
@@ -47,8 +47,9 @@ std::vector<ChatSegment> render_chat_segments(const ChatTemplateInput& in,
 std::string render_chat(const ChatTemplateInput& in, TemplateMode mode = TemplateMode::Engine);
 std::string join_segments(const std::vector<ChatSegment>& segs);
 
-// OpenAI `reasoning_effort` -> template variables (spec §1.7): low/minimal -> low,
-// medium/high -> high, xhigh/max -> max, none -> thinking off. Throws on other values.
+// OpenAI `reasoning_effort` -> template variables (docs/CHAT-FORMAT.md, "Prompt rendering"):
+// low/minimal -> low, medium/high -> high, xhigh/max -> max, none -> thinking off. Throws on other
+// values.
 struct ThinkingSetting {
   bool thinking = true;
   std::string effort = "max";  // meaningful only when thinking
@@ -75,7 +76,7 @@ struct TemplateCheck {
 TemplateCheck check_chat_template(std::optional<std::string_view> template_text);
 // FNV-1a 64 of the normalised template text (CRLF -> LF, trailing whitespace dropped).
 std::uint64_t chat_template_fingerprint(std::string_view template_text);
-// Fingerprint of Kimi-K3.jinja sha256 4578103b…e87806b3 (golden/text/chat, 14909 bytes).
+// Fingerprint of Kimi-K3.jinja sha256 4578103b…e87806b3 (tests/data/text, 14909 bytes).
 inline constexpr std::uint64_t kK3TemplateFingerprint = 0x3bf6646373cdb7aeULL;
 
 }  // namespace k3::text

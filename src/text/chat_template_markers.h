@@ -13,7 +13,8 @@ inline constexpr std::string_view kClose = "<|close|>";
 inline constexpr std::string_view kSep = "<|sep|>";
 inline constexpr std::string_view kEndOfMsg = "<|end_of_msg|>";
 
-// Control-token names that end generation besides <|end_of_msg|> (spec §2.2).
+// Control-token names that end generation besides <|end_of_msg|> (llama.cpp stops on them by
+// name too; docs/MODEL.md).
 inline constexpr std::string_view kEos = "[EOS]";
 inline constexpr std::string_view kEot = "[EOT]";
 

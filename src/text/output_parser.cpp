@@ -1,5 +1,5 @@
-// text/output_parser: see output_parser.h. The state table is the spec's §2.4.2; the comments
-// name the golden README rule (R1–R18) that decides each open cell.
+// text/output_parser: see output_parser.h. The comments name the malformed-output rule
+// (R1–R18, docs/CHAT-FORMAT.md, "Output parser") that decides each cell of the state table.
 #include "text/output_parser.h"
 
 #include <cmath>

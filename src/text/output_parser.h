@@ -1,8 +1,8 @@
 // text/output_parser: incremental parser of Kimi-K3 model output (XTML) into OpenAI fields.
 // Contract:
-//  - Two layers (spec §2.4): a marker lexer that turns input into Text / Open(tag) / Close(tag)
-//    / End events, and the channel state machine of §2.4.2 with the malformed-output rules
-//    R1–R18 of the golden README §4.2 (documented in docs/CHAT-FORMAT.md).
+//  - Two layers: a marker lexer that turns input into Text / Open(tag) / Close(tag) / End
+//    events, and the channel state machine with the malformed-output rules R1–R18 of the
+//    golden parser data (docs/CHAT-FORMAT.md, "Output parser").
 //  - Input either as tokens (feed_token: markers recognised by token kind only, so text that
 //    spells "<|close|>" stays text — the exact mode) or as detokenized text (feed: the four
 //    marker strings are recognised in the text and a possible partial marker at a chunk end is

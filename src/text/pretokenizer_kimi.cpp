@@ -1,5 +1,5 @@
 // text/pretokenizer_kimi: the Kimi K2/K3 split pattern, written out by hand.
-// The pattern (tokenization_kimi.py pat_str; spec k3-chat-server.md §3.2) needs class
+// The pattern (tokenization_kimi.py pat_str, docs/tokenize.md) needs class
 // intersection (`&&`), which std::regex/PCRE2 lack, so each alternative is evaluated here
 // with the exact leftmost-first, greedy-with-backtracking semantics of the regex engine:
 //   1 [\p{Han}]+

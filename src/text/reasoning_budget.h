@@ -1,14 +1,14 @@
 // text/reasoning_budget: caps the number of tokens K3 spends in its think channel.
-// Contract (spec §2.6): the engine reports every generated (or injected) token through
-// observe() and asks take_injection() before sampling each next token. Counting starts when
-// the think channel opens (the K3 generation prompt already opened it). Once `budget` think
-// tokens have been generated, and the last token completed a UTF-8 character and no tag header
-// is half-written, take_injection() returns, exactly once, the continuation the engine must
-// append instead of sampling: the budget message, then <|close|>think<|sep|>, then
-// <|open|>response<|sep|> — as segments, so the markers become control tokens and the rest
-// ordinary text. The answer is therefore never cut off inside reasoning. Natural ends are
-// C(think), T(response), T(tools), C(message) and end-of-generation; a later T(think)
-// resumes counting against what is left of the budget.
+// Contract (docs/CHAT-FORMAT.md, "Reasoning budget"): the engine reports every generated (or
+// injected) token through observe() and asks take_injection() before sampling each next token.
+// Counting starts when the think channel opens (the K3 generation prompt already opened it). Once
+// `budget` think tokens have been generated, and the last token completed a UTF-8 character and no
+// tag header is half-written, take_injection() returns, exactly once, the continuation the engine
+// must append instead of sampling: the budget message, then <|close|>think<|sep|>, then
+// <|open|>response<|sep|> — as segments, so the markers become control tokens and the rest ordinary
+// text. The answer is therefore never cut off inside reasoning. Natural ends are C(think),
+// T(response), T(tools), C(message) and end-of-generation; a later T(think) resumes counting
+// against what is left of the budget.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
-// tools/convert: plans every kimi-k3 GGUF tensor from the HF checkpoint (names, shapes,
-// types, transformations of ../research/k3-architecture.md §2.8), validates all inputs up
-// front, then streams the tensors through the GGUF writer (see convert.h).
+// tools/convert: plans every kimi-k3 GGUF tensor from the HF checkpoint (names, shapes, types,
+// transformations of docs/convert.md), validates all inputs up front, then streams the tensors
+// through the GGUF writer (see convert.h).
 #include "tools/convert.h"
 
 #include <fmt/format.h>
@@ -100,8 +100,9 @@ class Planner {
     return need_any(full, std::vector<std::vector<int64_t>>{std::move(shape)});
   }
 
-  // The converter's dtype rule (§2): 1-D, norms, the router, conv weights and non-.weight
-  // tensors stay F32; Q8_0 needs rows that are whole blocks, else F16 as gguf-py falls back.
+  // The converter's dtype rule (docs/convert.md, --outtype): 1-D, norms, the router, conv weights
+  // and non-.weight tensors stay F32; Q8_0 needs rows that are whole blocks, else F16 as gguf-py
+  // falls back.
   Type pick(const std::string& name, const std::vector<int64_t>& ne) const {
     auto ends = [&](std::string_view s) { return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0; };
     if (ne.size() <= 1 || ends("_norm.weight") || name.find("ffn_gate_inp") != std::string::npos ||

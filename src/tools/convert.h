@@ -1,6 +1,6 @@
 // tools/convert: `k3 convert` — a Kimi-K3 Hugging Face checkpoint (config.json, safetensors,
-// tiktoken.model) to a `kimi-k3` GGUF, exactly as ../research/k3-architecture.md §2.8/§5/§7
-// describe the reference converter.
+// tiktoken.model) to a `kimi-k3` GGUF, exactly as llama.cpp's reference converter
+// (conversion/kimi_k3.py) does; docs/convert.md lists the mapping and its transformations.
 // Contract: every input tensor is checked (presence, dtype, shape) and every GGUF tensor is
 // planned before the first byte is written; any problem throws k3::Error naming the tensor,
 // file or key, and leaves no output file (the writer renames its temporaries only on

@@ -2,7 +2,7 @@
 // MXFP4 block repack (see convert.h). Both layouts share the E2M1 codes and the E8M0 exponent
 // byte (ggml's doubled table with scale 2^(e-128) equals E2M1 · 2^(e-127)); only the nibble
 // order differs: HF packs neighbours (2i, 2i+1) per byte, ggml pairs element j with j+16
-// (../research/ggml-formats.md §2.5).
+// (ggml's block_mxfp4; docs/quant-formats.md).
 #include <cstdint>
 
 #include "tools/convert.h"

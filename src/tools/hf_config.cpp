@@ -96,7 +96,7 @@ K3HfConfig parse_k3_config(const std::string& text, const std::string& name) {
   for (const json& v : *fal) {
     if (!v.is_number_integer()) fail("{}: full_attn_layers entry {} is not an integer", lname, v.dump());
     int64_t one = v.get<int64_t>();
-    // 1-indexed (k3-architecture.md §5, trap T1): layer il is MLA iff il+1 is listed.
+    // 1-indexed (a trap of docs/MODEL.md): layer il is MLA iff il+1 is listed.
     if (one < 1 || one > c.n_layer)
       fail("{}: full_attn_layers entry {} is outside 1..{} (the list is 1-indexed)", lname, one, c.n_layer);
     c.is_mla[one - 1] = true;

@@ -1,5 +1,5 @@
 // tools/hf_config: the Kimi-K3 text-model hyperparameters of a Hugging Face config.json, and
-// the kimi-k3.* GGUF keys they become (../research/k3-architecture.md §5).
+// the kimi-k3.* GGUF keys they become (docs/convert.md, docs/MODEL.md).
 // Contract: read_k3_config() merges `text_config` over the root (K3 nests the language model
 // there; its tensors then carry the prefix "language_model."), checks every required key's
 // presence, type and range (naming the key), and resolves the 1-indexed

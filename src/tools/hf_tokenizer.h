@@ -1,6 +1,6 @@
 // tools/hf_tokenizer: the tokenizer.* GGUF keys of a Kimi-K3 Hugging Face checkpoint, built
 // from its tiktoken.model, tokenizer_config.json and chat template
-// (../research/k3-architecture.md §7, k3-chat-server.md §3.1).
+// (docs/convert.md, "Tokenizer").
 // Contract: ids 0..n_base-1 are the tiktoken ranks (NORMAL); the next 256 ids are CONTROL
 // tokens named by tokenizer_config.json's added_tokens_decoder, unnamed ones
 // "<|reserved_token_ID|>"; further ids are "[PAD<id>]" (UNUSED) unless named. eos is the

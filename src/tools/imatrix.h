@@ -1,6 +1,6 @@
 // tools/imatrix: collects an importance matrix (per-column sums of squared matmul inputs) the
 // way llama-imatrix does, and writes it in llama.cpp's GGUF imatrix format
-// (../research/ggml-formats.md §5.1), so that `k3 quantize --imatrix` and llama-quantize
+// (docs/imatrix.md), so that `k3 quantize --imatrix` and llama-quantize
 // both read it; tools/quantize_imatrix.h is the reader.
 //
 // Contract:

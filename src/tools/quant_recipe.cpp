@@ -1,7 +1,7 @@
-// tools/quant_recipe: llama-quantize's per-tensor type rules (see quant_recipe.h). The rules
-// are re-stated from ../research/ggml-formats.md §4 (and llama-quantize's documented
-// behaviour for the K-quant mixes it lists); the golden small-q2k / small-k3mix files, made by
-// llama-quantize, are the check (tests/qtool).
+// tools/quant_recipe: llama-quantize's per-tensor type rules (see quant_recipe.h). The rules are
+// re-stated from llama.cpp's llama-quant.cpp (llama_tensor_get_type, and llama-quantize's
+// documented behaviour for the K-quant mixes it lists; summary in docs/quantize.md); the golden
+// small-q2k / small-k3mix files, made by llama-quantize, are the check (tests/qtool).
 #include "tools/quant_recipe.h"
 
 #include <fmt/ranges.h>
@@ -91,7 +91,7 @@ struct RecipeRow {
   uint32_t id;
   Type def;
 };
-// The file types we produce (§4.2 ids); llama-quantize accepts more, which need quantizers
+// The file types we produce (llama_ftype ids); llama-quantize accepts more, which need quantizers
 // (Q4_1, IQ3_S...) or mixture rules we do not carry. (Q5_0/Q5_1 are produced only as the
 // shape fallbacks of Q4_K/Q5_K.)
 constexpr RecipeRow kRecipes[] = {

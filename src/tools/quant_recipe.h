@@ -1,5 +1,6 @@
 // tools/quant_recipe: which type each tensor gets when a model is quantized — llama-quantize's
-// per-tensor rules (../research/ggml-formats.md §4.1–4.5) plus our K3 presets.
+// per-tensor rules (llama-quant.cpp's llama_tensor_get_type; docs/quantize.md) plus our K3
+// presets.
 // Contract: pure functions of names, shapes, model facts and options; nothing here reads
 // tensor data, so the same rules can be applied to a header-only tensor list (a full-size K3
 // plan) and to a real file. TypePlanner is stateful (llama-quantize's ffn_down / attn_v
@@ -20,7 +21,7 @@
 
 namespace k3::tools {
 
-// llama_ftype ids (general.file_type), §4.2.
+// llama_ftype ids (general.file_type; the TYPE table of docs/quantize.md).
 namespace ftype {
 constexpr uint32_t ALL_F32 = 0, MOSTLY_F16 = 1, Q4_0 = 2, Q8_0 = 7, Q2_K = 10, Q3_K_S = 11,
                    Q3_K_M = 12, Q4_K_S = 14, Q4_K_M = 15, Q5_K_S = 16, Q5_K_M = 17, Q6_K = 18,
@@ -56,7 +57,7 @@ struct Recipe {
 Recipe parse_recipe(std::string_view name);
 std::vector<std::string> recipe_names();
 
-// The model facts the mixture rules look at (§4.3).
+// The model facts the mixture rules look at (docs/quantize.md, "Type rules in short").
 struct ModelFacts {
   std::string arch;
   int64_t n_expert = 0;
@@ -76,11 +77,14 @@ struct TensorDesc {
 ModelFacts model_facts(const std::vector<std::pair<std::string, gguf::Value>>& kvs,
                        const std::vector<TensorDesc>& tensors);
 
-// §4.1 step 1: sorted by the layer number of a "blk.N." prefix (none = −1), then by name.
+// llama-quantize's processing order: by the layer number of a "blk.N." prefix (none = −1),
+// then by name.
 std::vector<size_t> processing_order(const std::vector<TensorDesc>& tensors);
-// §4.1 step 2: whether llama-quantize may change this tensor's type at all.
+// Whether llama-quantize may change this tensor's type at all (1-D tensors, norms, the router,
+// conv taps, biases and the like never change).
 bool may_quantize(const std::string& name, size_t n_dims);
-// §4.5: the type used when ne[0] is not a multiple of `t`'s block size (F16 as the last resort);
+// The shape fallback: the type used when ne[0] is not a multiple of `t`'s block size (F16 as
+// the last resort; table in docs/quantize.md);
 // throws for types without a fallback.
 quant::Type shape_fallback(quant::Type t, int64_t ne0);
 // The substitute for types that corrupt CUDA matmuls on sm_120 (IQ1_S → IQ1_M,

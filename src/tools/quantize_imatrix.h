@@ -1,5 +1,5 @@
 // tools/quantize_imatrix: reads importance-matrix files for `k3 quantize`
-// (../research/ggml-formats.md §5): llama.cpp's GGUF imatrix (general.type = "imatrix",
+// (docs/imatrix.md): llama.cpp's GGUF imatrix (general.type = "imatrix",
 // NAME.in_sum2 + NAME.counts tensors) and the legacy .dat format.
 // Contract: load_imatrix() returns, per weight-tensor name, the normalised importance values
 // the quantizer uses: n_in·n_mat floats, in_sum2/count per expert, 1.0 for an expert that was

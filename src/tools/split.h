@@ -1,5 +1,5 @@
 // tools/split: `k3 split` and `k3 merge` — re-shard a GGUF model in the standard split.* layout
-// (../research/ggml-formats.md §1.9), as llama.cpp's gguf-split does.
+// (docs/split.md), as llama.cpp's gguf-split does.
 // Contract: tensor bytes are copied unchanged and in their input order; metadata goes to the
 // first shard only, followed by split.no / split.count / split.tensors.count in every shard
 // (also when the model fits in one shard: NAME-00001-of-00001.gguf). merge_model() drops the

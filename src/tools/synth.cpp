@@ -1,5 +1,5 @@
 // tools/synth: K3 tensor plan, metadata and writing (see synth.h). Tensor names and shapes
-// follow ../research/k3-architecture.md §2; keys and their GGUF types follow §1 (u32 keys as
+// follow docs/MODEL.md's tensor list; keys and their GGUF types follow its key list (u32 keys as
 // UINT32, f32 as FLOAT32, bool as BOOL, head_count_kv as an INT32 array).
 #include "tools/synth.h"
 
@@ -91,7 +91,7 @@ SynthConfig synth_preset(std::string_view name) {
   }
   if (name == "bench-m") {
     // K3's proportions scaled to about 4 GB: MLA every 4th layer, 16 heads of 128, 256
-    // experts top-8 in a 1024-wide latent, AttnRes blocks of 12 (spec's block size).
+    // experts top-8 in a 1024-wide latent, AttnRes blocks of 12 (the released model's block size).
     SynthConfig c;
     c.name = "bench-m";
     c.n_vocab = 32000;

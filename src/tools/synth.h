@@ -1,7 +1,8 @@
 // tools/synth: random but valid Kimi-K3 GGUF models of any shape and quant mix.
-// Contract: synth_plan() turns a SynthConfig into the complete list of K3 tensors (spec §2:
-// names, ne shapes, types) and synth_metadata() into every key the K3 loader requires
-// (spec §1) plus a byte-level tokenizer, so the result loads and runs in our engine.
+// Contract: synth_plan() turns a SynthConfig into the complete list of K3 tensors (the tensor
+// list of docs/MODEL.md: names, ne shapes, types) and synth_metadata() into every key the K3
+// loader requires (its key list) plus a byte-level tokenizer, so the result loads and runs in
+// our engine.
 // write_synth() fills each tensor with deterministic random data (a pure function of the
 // seed and the tensor name): float tensors get small normal values, quantized tensors get
 // random blocks whose f16 scales are set so the decoded weights have the intended RMS
@@ -35,7 +36,7 @@ struct SynthConfig {
   std::string name = "tiny";       // general.name becomes "kimi-k3-synth-<name>"
   uint64_t seed = 1;
 
-  // Shape (spec §1 names in comments).
+  // Shape (kimi-k3.* key names, as in docs/MODEL.md, in comments).
   uint32_t n_vocab = 272;          // token list size; >= 272 gets a byte-level vocabulary
   uint32_t n_ctx_train = 4096;     // context_length
   uint32_t n_embd = 128;           // embedding_length

@@ -1,5 +1,5 @@
 // tools/synth_blocks: random valid blocks per type (see synth_blocks.h). The block layouts
-// (where each format keeps its scale) are those of ../research/ggml-formats.md §2.
+// (where each format keeps its scale) are those of ggml's ggml-common.h (docs/quant-formats.md).
 #include "tools/synth_blocks.h"
 
 #include <algorithm>

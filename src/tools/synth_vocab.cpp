@@ -1,6 +1,6 @@
 // tools/synth_vocab: byte-level vocabulary for synthetic models (see synth_vocab.h). The
-// control-token names and offsets are those of the K3 tokenizer (../research/k3-chat-server.md
-// §3.1) and of the golden small-* models' 272-token vocabulary.
+// control-token names and offsets are those of the K3 tokenizer (the 256 control ids after the
+// ranks, docs/convert.md) and of the golden small-* models' 272-token vocabulary.
 #include "tools/synth_vocab.h"
 
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 // tools/tiktoken: tiktoken file parsing and the tiktoken → GGUF BPE translation (see
-// tiktoken.h; ../research/k3-chat-server.md §3.3, k3-architecture.md §7).
+// tiktoken.h; the rules are in docs/convert.md, "Tokenizer").
 #include "tools/tiktoken.h"
 
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 // Chat template renderer against the golden renders (tests/data/text/chat_template_cases.json,
-// Jinja2 3.1.2 renders of Kimi-K3.jinja plus the spec's engine_expected departures).
+// Jinja2 3.1.2 renders of Kimi-K3.jinja plus the reference encoder's engine_expected departures).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -144,7 +144,7 @@ TEST(ChatTemplate, ErrorsNameTheFault) {
   } catch (const k3::Error& e) {
     EXPECT_NE(std::string(e.what()).find("messages[0].tool_calls[0]"), std::string::npos) << e.what();
   }
-  // Valid JSON that is not an object is refused in engine mode (spec §1.5.1).
+  // Valid JSON that is not an object is refused in engine mode (as the reference encoder does).
   in.messages = parse_json_exact(R"([{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"[1]"}}]}])");
   EXPECT_THROW(render_chat(in), k3::Error);
   EXPECT_NO_THROW(render_chat(in, TemplateMode::Jinja));
@@ -202,7 +202,7 @@ double seconds_to_render(int n) {
 
 }  // namespace
 
-// Issue 17 (7): results are put back in call order (and named from their call), and matching
+// Regression: results are put back in call order (and named from their call), and matching
 // them is linear in the calls: 80k calls took 7 s when it was quadratic. The check is the
 // growth from 10k to 40k calls (x4 linear, x16 quadratic), not a wall-clock limit.
 TEST(ChatTemplate, ToolResultsMatchInCallOrderInLinearTime) {

@@ -36,7 +36,7 @@ TEST(JsonPy, ExactParseKeepsOrderAndBigIntegers) {
   EXPECT_FALSE(try_parse_json_exact("{\"a\":1} x").has_value());
 }
 
-// Issue 17 (1, 16): a deep document is refused (not a stack overflow when it is walked or
+// Regression: a deep document is refused (not a stack overflow when it is walked or
 // destroyed), and an object of many keys parses in linear time; repeated keys behave as
 // Python's json.loads (first position, last value).
 TEST(JsonPy, ExactParseBoundsDepthAndKeys) {

@@ -1,5 +1,5 @@
 // Output parser against the golden parse results (tests/data/text/parser_cases.json, written
-// from the spec by an independent reference parser), fed as tokens and as text, whole and
+// by an independent reference parser of the format), fed as tokens and as text, whole and
 // split at every byte and at random multi-splits: the result must not depend on chunking.
 #include <gtest/gtest.h>
 
@@ -298,7 +298,7 @@ TEST(OutputParser, ToolCallsRespectDeclarationsAndChoice) {
   EXPECT_EQ(r.finish_reason, "stop");
 }
 
-// Issue 17 (1): a generated tool call whose arguments are JSON nested 10^6 deep (as an
+// Regression: a generated tool call whose arguments are JSON nested 10^6 deep (as an
 // argument value and as a JSON block) is kept as raw text, not parsed into a document that
 // would overflow the stack when printed or destroyed.
 TEST(OutputParser, DeepJsonInAGeneratedCallIsRawText) {

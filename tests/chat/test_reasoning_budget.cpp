@@ -41,7 +41,7 @@ TEST(ReasoningBudget, ZeroBudgetClosesImmediatelyAndUnlimitedNever) {
 }
 
 TEST(ReasoningBudget, NaturalEndsStopCounting) {
-  // Each natural end of reasoning (spec §2.6, K3-specific list) disarms the budget.
+  // Each natural end of reasoning (K3's list, docs/CHAT-FORMAT.md) disarms the budget.
   const std::vector<std::pair<TokenKind, std::string>> ends[] = {
       {{TokenKind::Close, ""}, {TokenKind::Text, "think"}, {TokenKind::Sep, ""}},
       {{TokenKind::Open, ""}, {TokenKind::Text, "response"}, {TokenKind::Sep, ""}},

@@ -142,7 +142,7 @@ TEST_F(ConvertErrors, ByteCountDisagreesWithShape) {
   EXPECT_NE(convert_error().find("needs 16384 bytes"), std::string::npos);
 }
 
-// Issue 17 (14): numel x element size wrapped 64 bits: shape [2^61] F64 "needed" 0 bytes,
+// Regression: numel x element size wrapped 64 bits: shape [2^61] F64 "needed" 0 bytes,
 // matched an empty span and was accepted (reads past the file followed).
 TEST(SafetensorsHeader, ElementCountTimesSizeDoesNotWrap) {
   auto file = [](const std::string& header) {

@@ -173,7 +173,7 @@ TEST(ConvertGolden, SplitOutputHoldsTheSameTensors) {
 }
 
 TEST(Mxfp4Repack, WorkedExampleFromTheFormatSpec) {
-  // ggml-formats.md §2.5: block 7e 9a 7f 01 80 00… decodes to y0=-0.5, y16=-0.25, y1=-3, y17=3,
+  // A hand-worked MXFP4 block: 7e 9a 7f 01 80 00… decodes to y0=-0.5, y16=-0.25, y1=-3, y17=3,
   // y2=0.25, y3=0. Build the HF (neighbour-packed) form from those element codes.
   uint8_t codes[32] = {};
   codes[0] = 0xA, codes[16] = 0x9, codes[1] = 0xF, codes[17] = 0x7, codes[2] = 0x1, codes[19] = 0x8;

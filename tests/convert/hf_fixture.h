@@ -1,8 +1,8 @@
-// tests/convert/hf_fixture: builds a Hugging Face-format Kimi-K3 checkpoint from a golden
-// GGUF by the INVERSE of the converter's mapping (k3-architecture.md §2.8/§5/§7), so that
-// `k3 convert` of the result must give the golden tensors back. Written independently of
-// src/tools/convert*.cpp: names, kv_b merge, A_log, fused-score factoring, conv reshape and
-// the MXFP4 unpack are re-derived here from the spec.
+// tests/convert/hf_fixture: builds a Hugging Face-format Kimi-K3 checkpoint from a golden GGUF by
+// the INVERSE of the converter's mapping (docs/convert.md), so that `k3 convert` of the result must
+// give the golden tensors back. Written independently of src/tools/convert*.cpp: names, kv_b merge,
+// A_log, fused-score factoring, conv reshape and the MXFP4 unpack are re-derived here from the
+// documented mapping.
 #pragma once
 
 #include <string>

@@ -1,6 +1,6 @@
-// The synthetic K3 tiktoken vocabulary (golden/text/tokenizer) converts to exactly the GGUF
-// vocabulary llama.cpp's converter made from it: tokens, types, merges, special ids, flags and
-// the embedded chat template of tests/data/text/k3-synth-vocab.gguf.
+// The synthetic K3 tiktoken vocabulary (tests/data/convert/k3-synth.tiktoken) converts to exactly
+// the GGUF vocabulary llama.cpp's converter made from it: tokens, types, merges, special ids, flags
+// and the embedded chat template of tests/data/text/k3-synth-vocab.gguf.
 #include <gtest/gtest.h>
 
 #include <filesystem>

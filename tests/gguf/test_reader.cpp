@@ -1,4 +1,4 @@
-// GGUF reader: the worked example of ggml-formats.md §1.5 byte for byte, every value type,
+// GGUF reader: the GGUF worked example (as gguf-py writes it) byte for byte, every value type,
 // nested arrays, v2 files, and the golden models (facts from tests/gguf/census_reference.py,
 // an independent plain-Python reader).
 #include <gtest/gtest.h>
@@ -16,7 +16,7 @@ namespace {
 
 using testing::Bytes;
 
-// The spec's worked example (§1.5): one string KV, one INT32 array KV, one F32 tensor [3, 2].
+// The worked example: one string KV, one INT32 array KV, one F32 tensor [3, 2].
 Bytes spec_example() {
   Bytes b;
   b.raw("GGUF", 4).u32(3).u64(1).u64(2);

@@ -53,7 +53,8 @@ void expect_same_tensors(const GgufFile& a, const GgufFile& b) {
 }
 
 TEST(GgufWriter, SpecWorkedExampleBytes) {
-  // The exact bytes of ggml-formats.md §1.5, produced by gguf-py and accepted by ggml.
+  // The exact bytes of the GGUF worked example (one string KV, one INT32 array KV, one F32
+  // tensor [3, 2], data at 32-byte alignment), as gguf-py writes them and ggml accepts them.
   Bytes b;
   b.raw("GGUF", 4).u32(3).u64(1).u64(2);
   b.str("general.architecture").u32(8).str("llama");

@@ -1,5 +1,5 @@
-// Norms, activations and the fused gate/up SiTU against float64 references of the spec's
-// formulas (../research/k3-architecture.md §0, §3.7).
+// Norms, activations and the fused gate/up SiTU against float64 references of their
+// formulas (the primitives of docs/MODEL.md).
 #include <gtest/gtest.h>
 
 #include <cmath>

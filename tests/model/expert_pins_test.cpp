@@ -1,6 +1,6 @@
 // tests/model/expert_pins_test: a failing expert read (acquire throws, as a store's disk read
 // can) leaves no expert acquired: every acquire has its release, the failed decode reports the
-// error, and the same engine decodes again afterwards (issue 17, item 17).
+// error, and the same engine decodes again afterwards.
 #include <gtest/gtest.h>
 
 #include <map>

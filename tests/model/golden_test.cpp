@@ -114,7 +114,7 @@ struct Mutation {
   const char* name;
   const char* model;
   const char* mode;
-  double min_factor;  // how far above the threshold the spec's sensitivity table puts it
+  double min_factor;  // how far above threshold the golden README's sensitivity table puts it
   void (*apply)(model::ForwardDebug&);
 };
 

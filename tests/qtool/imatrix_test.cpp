@@ -1,5 +1,6 @@
-// Importance-matrix reader against the llama.cpp-written small-imatrix.gguf (golden README:
-// 94 entries, 159 chunks of 256, dataset small-calib.txt, every expert routed).
+// Importance-matrix reader against the llama.cpp-written small-imatrix.gguf
+// (tests/data/golden/README.md: 94 entries, 159 chunks of 256, dataset small-calib.txt, every
+// expert routed).
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,7 +1,7 @@
-// Type-choice rules (tools/quant_recipe.h) against independent references: the golden
-// small-q2k and small-k3mix files (written by llama-quantize from the same F16 master as
-// small-q8_0), the spec's tables (§4.3, §4.5), and the seed model card's census of the
-// Kimi-K3 REAP55 IQ1_M release applied to a full-size synthetic K3 tensor list.
+// Type-choice rules (tools/quant_recipe.h) against independent references: the golden small-q2k and
+// small-k3mix files (written by llama-quantize from the same F16 master as small-q8_0),
+// llama-quantize's mixture and shape-fallback tables (docs/quantize.md), and the seed model card's
+// census of the Kimi-K3 REAP55 IQ1_M release applied to a full-size synthetic K3 tensor list.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -69,7 +69,7 @@ TEST(QuantRecipe, TensorTypeRulesAreLowerCasedSearchRegexes) {
 }
 
 TEST(QuantRecipe, ShapeFallbackAndGpuSafeTypes) {
-  // §4.5.
+  // llama-quantize's shape fallback.
   EXPECT_EQ(shape_fallback(Type::Q2_K, 256), Type::Q2_K);
   EXPECT_EQ(shape_fallback(Type::Q2_K, 64), Type::Q4_0);
   EXPECT_EQ(shape_fallback(Type::IQ1_M, 64), Type::IQ4_NL);
@@ -84,7 +84,7 @@ TEST(QuantRecipe, ShapeFallbackAndGpuSafeTypes) {
   EXPECT_EQ(safe_gpu_type(Type::IQ2_XXS), Type::IQ2_XXS);
 }
 
-// tiny10 is 64 wide: Q4_K/Q5_K tensors take llama-quantize's Q5_0/Q5_1 fallbacks (§4.5), which
+// tiny10 is 64 wide: Q4_K/Q5_K tensors take llama-quantize's Q5_0/Q5_1 fallbacks, which
 // we now produce (no Q8_0 substitute).
 TEST(QuantRecipe, NarrowRowsFallBackToQ5LikeLlamaQuantize) {
   auto src = k3::gguf::GgufFile::open(golden("tiny10-base.gguf"));
@@ -244,7 +244,7 @@ TEST(QuantRecipe, ReapPresetReproducesTheSeedCensus) {
   EXPECT_EQ(census.count(Type::BF16) + census.count(Type::F16) + census.count(Type::MXFP4), 0u);
 }
 
-// llama-quantize's IQ1_M file type on the same model (spec §4.3 table for n_expert ≥ 4, ≠ 8),
+// llama-quantize's IQ1_M file type on the same model (its mixture rules for n_expert ≥ 4, ≠ 8),
 // and --avoid-unsafe-gpu-types keeping IQ1_S out of an IQ1_S file.
 TEST(QuantRecipe, LowBitMixturesOnFullK3) {
   std::vector<std::pair<std::string, k3::gguf::Value>> kvs;

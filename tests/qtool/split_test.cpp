@@ -1,4 +1,4 @@
-// `k3 split` / `k3 merge`: standard split.* layout (§1.9), tensor bytes unchanged, and
+// `k3 split` / `k3 merge`: standard split.* layout (docs/split.md), tensor bytes unchanged, and
 // split → merge gives back the original file byte for byte.
 #include <gtest/gtest.h>
 

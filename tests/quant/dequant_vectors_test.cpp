@@ -104,7 +104,7 @@ TEST(DequantErrors, RejectsTypesWithoutDecoder) {
   EXPECT_TRUE(k3::quant::can_dequantize(Type::IQ1_M));
 }
 
-// Worked examples of the spec (§2.5 MXFP4, §2.9 IQ2_XXS), independent of the vector file.
+// Hand-worked blocks of MXFP4 and IQ2_XXS, independent of the vector file.
 TEST(DequantWorkedExamples, Mxfp4) {
   uint8_t b[17] = {0x7e, 0x9a, 0x7f, 0x01, 0x80};
   float y[32];

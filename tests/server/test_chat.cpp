@@ -1,6 +1,7 @@
 // tests/server/test_chat: /v1/chat/completions end to end over HTTP — real sampling with the
 // small model (determinism, stream = fold of non-stream, usage = prompt tokenization), and the
-// scripted-output mode for exact protocol checks against the spec's parser vectors (§2.4.6).
+// scripted-output mode for exact protocol checks on hand-written model outputs (a plain turn, a
+// tool-call turn with escaped attribute text, the answer after a tool result).
 #include <gtest/gtest.h>
 
 #include <future>

@@ -77,7 +77,7 @@ static long rss_kib() {
   return -1;
 }
 
-// Issue 17 (9): /tokenize with pieces built a Json tree of ~240 bytes per token (2 MB of
+// Regression: /tokenize with pieces built a Json tree of ~240 bytes per token (2 MB of
 // text: +512 MB). Written as text now: the peak grows by a few dozen bytes per token.
 TEST(ServerEndpoints, TokenizeWithPiecesStaysSmall) {
   TestServer s;

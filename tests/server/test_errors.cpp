@@ -80,7 +80,7 @@ TEST(ServerErrors, WrongTypesNameTheField) {
   EXPECT_EQ(s.post("/v1/chat/completions", r).first, 200);
 }
 
-// Issue 17 (8, 16): what the sampler refuses is a 400 naming the field before any work, not
+// Regression: what the sampler refuses is a 400 naming the field before any work, not
 // a 500 after prefill (top_p 0 and repeat_penalty 0 passed the range check; 1e-50 passes it
 // as a double and is 0 as a float).
 TEST(ServerErrors, SamplerRefusalsAre400BeforeWork) {
@@ -151,7 +151,7 @@ TEST(ServerErrors, DeepNestingAndInvalidUtf8) {
   expect_alive(s);
 }
 
-// Issue 17 (1): JSON nested 10^6 deep inside a string (an assistant tool call's arguments in
+// Regression: JSON nested 10^6 deep inside a string (an assistant tool call's arguments in
 // the history) passes the body's own depth check; rendering parsed it without a limit and
 // wrote the object back recursively: a stack overflow. Now the parse stops at the depth limit
 // and the template takes the string as it is (a JSON block with the client's bytes).
@@ -341,7 +341,7 @@ TEST(ServerShutdown, DrainTimeoutEndsWhatIsLeftWith503) {
 namespace k3::server::test {
 namespace {
 
-// Issue 17 (13): an accept() failure other than EMFILE ended run() as if stopped: k3 serve
+// Regression: an accept() failure other than EMFILE ended run() as if stopped: k3 serve
 // exited 0 with nothing said. Here the listening socket is shut down under the server.
 TEST(ServerShutdown, ListenerFailureIsAnErrorNotACleanExit) {
   auto srv = std::make_unique<Server>(shared_model(), shared_tokenizer(), default_options());

@@ -1,4 +1,4 @@
-// Hostile HTTP clients (issue 17): each case a raw request on loopback, each asserting the
+// Hostile HTTP clients: each case a raw request on loopback, each asserting the
 // answer and that the server still answers /health after.
 #include <gtest/gtest.h>
 

@@ -55,7 +55,7 @@ TEST(ServerPromptCache, FollowUpTurnStartsFromTheLastHistory) {
   EXPECT_EQ(b["usage"]["prompt_tokens"], c["usage"]["prompt_tokens"]);
 }
 
-// Issue 17 (12): cached_tokens told a client whether another client had sent the same prefix.
+// Regression: cached_tokens told a client whether another client had sent the same prefix.
 // Snapshots are reused only by the same `cache_key` / `user` (clients sending neither share).
 TEST(ServerPromptCache, ReuseStaysWithinTheSameUser) {
   ServerOptions o = default_options();

@@ -1,6 +1,6 @@
 // `k3 serve --ram-budget` plans memory for every engine sequence the scheduler holds: with
 // the prompt cache a slot has two (its sequence and its snapshot), so the planned state is
-// twice that of --no-prompt-cache (issue 17, item 17: the plan counted one per slot).
+// twice that of --no-prompt-cache (a regression test: the plan once counted one per slot).
 #include <gtest/gtest.h>
 
 #include <cstdlib>

@@ -1,9 +1,9 @@
-// The streaming expert store (issue 7): on a small synth model (64 experts, 3 MoE layers,
-// a few MB, written to a temp dir) the logits of a multi-micro-batch prompt and a greedy
-// continuation are bit-identical to the mapped store at every budget (unlimited, 50%, 25%,
-// 10% of the experts), with both read back ends, both eviction policies and with the
-// next-layer prediction off; the telemetry adds up; budgets below the plan's minimum are
-// refused with the minimum named; sizes parse; the readers return the file's bytes.
+// The streaming expert store (docs/expert-store.md): on a small synth model (64 experts, 3 MoE
+// layers, a few MB, written to a temp dir) the logits of a multi-micro-batch prompt and a greedy
+// continuation are bit-identical to the mapped store at every budget (unlimited, 50%, 25%, 10% of
+// the experts), with both read back ends, both eviction policies and with the next-layer prediction
+// off; the telemetry adds up; budgets below the plan's minimum are refused with the minimum named;
+// sizes parse; the readers return the file's bytes.
 #include <gtest/gtest.h>
 #include <unistd.h>
 

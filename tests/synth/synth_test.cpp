@@ -1,4 +1,4 @@
-// Tests for k3 synth's library: tensor plan and metadata against the K3 spec, the seed model
+// Tests for k3 synth's library: tensor plan and metadata against docs/MODEL.md, the seed model
 // card's census for the REAP55 shape, random-block validity against the real decoders, the
 // vocabulary against the golden small-* models, determinism and type rules.
 #include <gtest/gtest.h>
@@ -106,7 +106,9 @@ TEST(SynthCensus, KimiK3Reap55MatchesTheModelCard) {
 TEST(SynthPlan, FullKimiK3Shape) {
   tools::SynthConfig cfg = tools::synth_preset("kimi-k3");
   auto plan = tools::synth_plan(cfg);
-  EXPECT_EQ(plan.size(), 2573u);  // spec §2.6: 4 + 93·4 + 69·14 + 24·9 + 3 + 92·11
+  // docs/MODEL.md's tensor list: 4 global + 93·4 every layer + 69·14 KDA + 24·9 MLA + 3 dense
+  // + 92·11 MoE.
+  EXPECT_EQ(plan.size(), 2573u);
   uint64_t expert_params = 0;
   for (const auto& t : plan)
     if (t.name.find("_exps") != std::string::npos) expert_params += t.ne[0] * t.ne[1] * t.ne[2];
@@ -133,7 +135,7 @@ TEST(SynthPlan, FullKimiK3Shape) {
 }
 
 TEST(SynthPlan, LayerMapIsTheReleasedOne) {
-  // Spec §5: 0-indexed MLA layers 3, 7, …, 91 and 92; everything else KDA.
+  // The released model: 0-indexed MLA layers 3, 7, …, 91 and 92; everything else KDA.
   auto mla = tools::synth_mla_map(tools::synth_preset("kimi-k3"));
   ASSERT_EQ(mla.size(), 93u);
   for (uint32_t il = 0; il < 93; ++il) EXPECT_EQ(mla[il], il % 4 == 3 || il == 92) << il;
@@ -153,7 +155,7 @@ TEST(SynthMetadata, RequiredKeysWithStrictTypes) {
   auto kv = tools::synth_metadata(tools::synth_preset("tiny"));
   std::map<std::string, gguf::Value> m(kv.begin(), kv.end());
   using VT = gguf::ValueType;
-  // Spec §1.1: the required keys and their exact GGUF types.
+  // The required keys of docs/MODEL.md and their exact GGUF types.
   const std::pair<const char*, VT> required[] = {
       {"context_length", VT::UINT32}, {"embedding_length", VT::UINT32}, {"block_count", VT::UINT32},
       {"attention.layer_norm_rms_epsilon", VT::FLOAT32}, {"attention.key_length_mla", VT::UINT32},

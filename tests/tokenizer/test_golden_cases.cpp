@@ -1,4 +1,4 @@
-// The Kimi-K3 golden tokenizer cases (golden/text/tokenizer, README §1.2): pieces, ids with
+// The Kimi-K3 golden tokenizer cases (tests/data/text/tokenizer_cases.jsonl): pieces, ids with
 // and without special parsing, and decode, for every case, against the reference tokenizer.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -87,7 +87,9 @@ TEST(GoldenTokenizer, VocabTestFormatFile) {
   EXPECT_EQ(pass, cases.size());
 }
 
-// README §1.1 "suggested GGUF loader test".
+// The loader checks the golden vocabulary was made for: 8192 tokens, <|open|> is 7939 and
+// CONTROL, the named ids at K3's offsets from the first control id (163584 + k there, 7936 + k
+// here), the EOG set {[EOS], <|end_of_msg|>, [EOT]}, no BOS added.
 TEST(GoldenTokenizer, SyntheticVocabMetadata) {
   auto tok = vocab("k3-synth-vocab.gguf");
   EXPECT_EQ(tok->n_vocab(), 8192u);
@@ -116,8 +118,9 @@ TEST(GoldenTokenizer, SyntheticVocabMetadata) {
 }
 
 // Merge-list BPE (llama.cpp's algorithm, no whole-piece shortcut) over the GGUF merges
-// rebuilds every ordinary token from its bytes (README §1.1, loader test 5), so the merges
-// agree with the ranks.
+// rebuilds every ordinary token from its bytes, so the merges agree with the ranks (the
+// vocabulary was checked to satisfy the converter's rule: rank-BPE of each token's bytes with
+// max_rank = its rank gives exactly two parts).
 TEST(GoldenTokenizer, MergeListBpeRebuildsEveryToken) {
   VocabData d = Tokenizer::vocab_from_gguf(*gguf::GgufFile::open(data_path("k3-synth-vocab.gguf")));
   EXPECT_EQ(d.merges.size(), 7680u);

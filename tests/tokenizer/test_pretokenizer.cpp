@@ -1,5 +1,5 @@
-// Pre-tokenizer behaviour spelled out in the spec (k3-chat-server.md §3.2, golden README
-// §1.3) and the error path for unknown kinds.
+// Pre-tokenizer behaviour of the reference kimi-k2 regex (docs/tokenize.md, "The kimi-k2
+// split") and the error path for unknown kinds.
 #include <gtest/gtest.h>
 
 #include "core/error.h"

@@ -49,7 +49,7 @@ TEST(Unicode, WhiteSpaceVersusPythonIsspace) {
     EXPECT_TRUE(flags(cp) & kWhiteSpace) << std::hex << cp;
     EXPECT_TRUE(flags(cp) & kPySpace) << std::hex << cp;
   }
-  // U+001C..001F: str.isspace() but not White_Space (README §1.3).
+  // U+001C..001F: str.isspace() but not White_Space (docs/tokenize.md).
   for (uint32_t cp = 0x1C; cp <= 0x1F; ++cp) {
     EXPECT_FALSE(flags(cp) & kWhiteSpace);
     EXPECT_TRUE(flags(cp) & kPySpace);

@@ -68,7 +68,7 @@ void check_model(const std::string& name, double nmse_accept) {
   EXPECT_LT(e.bound, 0.05 * e.nll) << name;
 }
 
-// F32 model: acceptance NMSE 1e-9 (golden README table).
+// F32 model: acceptance NMSE 1e-9 (the table of tests/data/golden/README.md).
 TEST(Perplexity, MatchesRef64OnTiny10Base) { check_model("tiny10-base", 1e-9); }
 TEST(Perplexity, MatchesRef64OnTiny10Softplus) { check_model("tiny10-softplus", 1e-9); }
 

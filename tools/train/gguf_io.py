@@ -20,7 +20,7 @@ import numpy as np
 GGUF_MAGIC = b"GGUF"
 ALIGNMENT = 32
 
-# Metadata value types (GGUF spec).
+# Metadata value types (ggml's GGUF format, gguf_type).
 T_U8, T_I8, T_U16, T_I16, T_U32, T_I32, T_F32, T_BOOL, T_STRING, T_ARRAY, T_U64, T_I64, T_F64 = range(13)
 _SCALAR = {T_U8: "<B", T_I8: "<b", T_U16: "<H", T_I16: "<h", T_U32: "<I", T_I32: "<i",
            T_F32: "<f", T_BOOL: "<?", T_U64: "<Q", T_I64: "<q", T_F64: "<d"}

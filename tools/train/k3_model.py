@@ -8,7 +8,7 @@ docs/MODEL.md section by section:
 * KDA: q/k/v short causal convs, silu, L2-normed q/k, per-channel lower-bound (or softplus)
   decay gate, delta-rule recurrence with the decay on the KEY index, per-head output RMSNorm,
   full-rank sigmoid gate. Two evaluations: token-sequential (`recurrent`, the definition) and
-  chunked (the WY form of the spec's chunked prefill, all chunks' intra-chunk terms at once,
+  chunked (the WY form of docs/MODEL.md's chunked prefill, all chunks' intra-chunk terms at once,
   only the state carried sequentially) for training.
 * MLA: q-LoRA (or plain q), the 576-style latent row [rmsnorm(c) | k_pe] shared by all heads,
   absorbed attention with the 1/sqrt(nope+rope) scale and no rotation, sigmoid output gate.
@@ -34,7 +34,7 @@ class K3Config:
     n_ctx_train: int = 8192
     n_embd: int = 256
     n_layer: int = 6
-    n_head: int = 4              # MLA query heads and KDA heads (one value, spec: layer 0's)
+    n_head: int = 4              # MLA query heads and KDA heads (one value: layer 0's in GGUF)
     mla_layers: list = field(default_factory=lambda: [3, 5])   # 0-indexed; the rest are KDA
     kda_head_dim: int = 64
     conv_kernel: int = 4

@@ -149,7 +149,7 @@ def check_sample(s):
 
 
 # --------------------------------------------------------------------------------------
-# A reader of completions, after the output-parser rules in docs/CHAT-FORMAT.md §3
+# A reader of completions, after the output-parser rules of docs/CHAT-FORMAT.md
 # --------------------------------------------------------------------------------------
 
 _MARK = re.compile(r"(<\|open\|>|<\|close\|>|<\|sep\|>|<\|end_of_msg\|>)")

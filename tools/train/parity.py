@@ -3,7 +3,7 @@
 For every F32 golden model in tests/data/golden (the models whose weights are exact in F32),
 runs the 48 golden tokens through k3_model.K3 in float64, once with the token-sequential KDA
 and once with the chunked (training) form, and compares with NAME.ref64.f32 (an independent
-float64 evaluation of the spec). NMSE = sum((a-b)^2) / sum(b^2) over all logits must be
+float64 evaluation of docs/MODEL.md). NMSE = sum((a-b)^2) / sum(b^2) over all logits must be
 <= 1e-9 for both. Exit 0 on success, 1 on a miss, 77 when PyTorch is not installed (CTest
 treats 77 as "skipped"; `scripts/setup.sh --train` installs it).
 
