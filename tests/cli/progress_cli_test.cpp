@@ -17,7 +17,10 @@ struct Run {
   std::string err;
 };
 
-std::string tmp(const std::string& name) { return testing::TempDir() + "progress_cli_" + name; }
+// Per test: ctest runs the tests of this file in parallel processes.
+std::string tmp(const std::string& name) {
+  return testing::TempDir() + "progress_cli_" + testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + name;
+}
 
 Run k3(const std::string& args) {
   const std::string err = tmp("err.txt");
