@@ -17,10 +17,14 @@
 namespace k3::model {
 namespace {
 
-void append_row(MlaLayerCache& c, CacheType type, const float* row, int64_t width) {
+void append_row(MlaLayerCache& c, CacheType type, const float* row, int64_t width, int64_t max_rows) {
+  // Reserve the whole context at the first row (sequence_state.h: set_max_rows).
+  const size_t full = max_rows > 0 ? static_cast<size_t>(max_rows) * static_cast<size_t>(width) : 0;
   if (type == CacheType::F32) {
+    if (c.f32.capacity() < full) c.f32.reserve(full);
     c.f32.insert(c.f32.end(), row, row + width);
   } else {
+    if (c.f16.capacity() < full) c.f16.reserve(full);
     for (int64_t i = 0; i < width; ++i) c.f16.push_back(quant::fp32_to_fp16(row[i]));
   }
 }
@@ -89,7 +93,7 @@ void mla_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   ops::rmsnorm_rows(ckv.data(), ckv.data(), n, C, w.kv_a_norm.data(), eps, RW, RW);
   for (const SeqGroup& g : b.groups) {
     MlaLayerCache& cache = g.st->mla()[il];
-    for (int64_t r : g.idx) append_row(cache, g.st->cache_type(), ckv.data() + r * RW, RW);
+    for (int64_t r : g.idx) append_row(cache, g.st->cache_type(), ckv.data() + r * RW, RW, g.st->max_rows());
   }
 
   // Absorb q_nope into the latent space: qa[t][h] = Kb[h] · q_nope[t][h].

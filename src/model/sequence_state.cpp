@@ -33,8 +33,8 @@ void SequenceState::clear() {
 
 size_t SequenceState::bytes() const {
   size_t n = 0;
-  for (const auto& k : kda_) n += (k.conv.size() + k.S.size()) * sizeof(float);
-  for (const auto& m : mla_) n += m.f32.size() * sizeof(float) + m.f16.size() * sizeof(uint16_t);
+  for (const auto& k : kda_) n += (k.conv.capacity() + k.S.capacity()) * sizeof(float);
+  for (const auto& m : mla_) n += m.f32.capacity() * sizeof(float) + m.f16.capacity() * sizeof(uint16_t);
   return n;
 }
 

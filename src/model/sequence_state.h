@@ -41,12 +41,19 @@ class SequenceState {
   const std::vector<KdaLayerState>& kda() const { return kda_; }
   const std::vector<MlaLayerCache>& mla() const { return mla_; }
 
-  // Bytes held now (cache rows plus fixed KDA state).
+  // The most cache rows a layer will hold (the engine's context). The first row appended to
+  // a layer reserves all of them, so the cache never reallocates (no doubling, no transient
+  // second copy); reserved pages cost memory only once written. 0: grow as needed.
+  void set_max_rows(int64_t n) { max_rows_ = n; }
+  int64_t max_rows() const { return max_rows_; }
+
+  // Bytes allocated now (the capacity of the cache rows plus the fixed KDA state).
   size_t bytes() const;
 
  private:
   CacheType cache_type_;
   int64_t n_past_ = 0;
+  int64_t max_rows_ = 0;
   std::vector<KdaLayerState> kda_;
   std::vector<MlaLayerCache> mla_;
 };

@@ -15,8 +15,7 @@ Engine::Engine(std::shared_ptr<const model::Model> model, const EngineOptions& o
   if (opts_.n_seq_max < 1) fail("engine: n_seq_max must be at least 1 (got {})", opts_.n_seq_max);
   if (opts_.n_ubatch < 1) fail("engine: n_ubatch must be at least 1 (got {})", opts_.n_ubatch);
   if (opts_.n_ctx < 0) fail("engine: n_ctx must not be negative (got {})", opts_.n_ctx);
-  n_ctx_ = opts_.n_ctx > 0 ? opts_.n_ctx : model_->hparams().n_ctx_train;
-  if (n_ctx_ <= 0) n_ctx_ = INT64_MAX;
+  n_ctx_ = context_size(static_cast<int64_t>(model_->hparams().n_ctx_train), opts_.n_ctx);
   const int threads = opts_.n_threads > 0 ? opts_.n_threads : ThreadPool::default_threads();
   pool_ = std::make_unique<ThreadPool>(threads);
   seqs_.resize(static_cast<size_t>(opts_.n_seq_max));
@@ -28,7 +27,10 @@ int32_t Engine::n_vocab() const { return static_cast<int32_t>(model_->hparams().
 
 model::SequenceState& Engine::state(int32_t seq) {
   auto& s = seqs_.at(static_cast<size_t>(seq));
-  if (!s) s = std::make_unique<model::SequenceState>(model_->hparams(), opts_.cache_type);
+  if (!s) {
+    s = std::make_unique<model::SequenceState>(model_->hparams(), opts_.cache_type);
+    s->set_max_rows(n_ctx_);
+  }
   return *s;
 }
 
@@ -46,6 +48,7 @@ void Engine::seq_copy(int32_t src, int32_t dst) {
     return;
   }
   seqs_[dst] = std::make_unique<model::SequenceState>(*seqs_[src]);
+  seqs_[dst]->set_max_rows(n_ctx_);
 }
 
 int64_t Engine::seq_pos(int32_t seq) const {

@@ -44,10 +44,19 @@ namespace k3::runtime {
 
 using model::CacheType;
 
+// The context an engine gets: `requested` when > 0, else the model's context_length, else
+// kDefaultContext (a model without the key is not unbounded: the memory plan and the engine
+// must agree on how many tokens a sequence may hold).
+constexpr int64_t kDefaultContext = 4096;
+inline int64_t context_size(int64_t n_ctx_train, int64_t requested) {
+  if (requested > 0) return requested;
+  return n_ctx_train > 0 ? n_ctx_train : kDefaultContext;
+}
+
 struct EngineOptions {
   int n_threads = 0;              // 0: ThreadPool::default_threads()
   int n_seq_max = 1;              // sequence ids 0 … n_seq_max-1
-  int64_t n_ctx = 0;              // max tokens per sequence; 0: the model's context_length
+  int64_t n_ctx = 0;              // max tokens per sequence; 0: context_size() of the model
   int64_t n_ubatch = 512;         // tokens per forward micro-batch
   CacheType cache_type = CacheType::F32;  // MLA latent cache precision
   model::ForwardDebug debug{};    // test-only knobs; leave default

@@ -74,7 +74,37 @@ TEST(EngineShape, ContextZeroIsTheModelsTrainingContext) {
   EXPECT_EQ(engine.n_ctx(), s.n_ctx);
   EXPECT_EQ(engine.n_seq_max(), s.n_seq);
 
-  EXPECT_EQ(store::shape_of(*synth_model(0), eo).n_ctx, 4096);  // a file without a context length
+  // A file without a context length: the plan and the engine both hold 4096 tokens (the engine
+  // used to grow without bound there while the plan assumed 4096).
+  auto no_ctx = synth_model(0);
+  EXPECT_EQ(store::shape_of(*no_ctx, eo).n_ctx, 4096);
+  runtime::Engine unbounded_before(no_ctx, eo);
+  EXPECT_EQ(unbounded_before.n_ctx(), 4096);
+}
+
+TEST(EngineShape, TheMlaCacheNeverReallocatesAndBytesCountCapacity) {
+  // The first cache row reserves the whole context, so a sequence's cache never doubles (or
+  // holds two copies while it moves), and state_bytes() reports what is allocated: the same
+  // after 5 tokens as after 205, and in proportion to the context.
+  auto m = synth_model(1000);
+  auto bytes_after = [&](int64_t n_ctx, int n_tokens) {
+    runtime::EngineOptions eo;
+    eo.n_ctx = n_ctx;
+    runtime::Engine engine(m, eo);
+    std::vector<runtime::BatchToken> batch;
+    for (int i = 0; i < 5; ++i) batch.push_back({i + 1, 0, -1, i == 4});
+    engine.decode(batch);
+    for (int i = 5; i < n_tokens; ++i) {
+      runtime::BatchToken t{7, 0, -1, true};
+      engine.decode(std::span<const runtime::BatchToken>(&t, 1));
+    }
+    return engine.state_bytes();
+  };
+  const size_t at5 = bytes_after(300, 5), at205 = bytes_after(300, 205), at5_big = bytes_after(600, 5);
+  EXPECT_EQ(at5, at205);
+  EXPECT_GT(at5_big, at5);  // the reservation is the context's
+  const size_t fixed = 2 * at5 - at5_big;  // KDA state, the part that does not scale
+  EXPECT_EQ(at5_big - fixed, 2 * (at5 - fixed));
 }
 
 TEST(EngineShape, ServeCountsThePromptCacheSnapshots) {
