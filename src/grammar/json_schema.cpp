@@ -287,7 +287,6 @@ class Compiler {
       formats_[key] = name;
       return name;
     };
-    const std::string d2 = "[0-9] [0-9]";
     const std::string date =
         "[0-9]{4} \"-\" ( ( \"01\" | \"03\" | \"05\" | \"07\" | \"08\" | \"10\" | \"12\" ) \"-\" ( \"0\" [1-9] | [12] [0-9] | \"3\" [01] )"
         " | ( \"04\" | \"06\" | \"09\" | \"11\" ) \"-\" ( \"0\" [1-9] | [12] [0-9] | \"30\" )"
@@ -307,7 +306,6 @@ class Compiler {
     }
     if (f == "email")
       return once(f, "\"\\\"\" [a-z0-9]{1,16} ( \".\" [a-z0-9]{1,16} )? \"@\" [a-z0-9]{1,16} \".\" [a-z]{2,8} \"\\\"\"");
-    (void)d2;
     return "";
   }
 
@@ -371,31 +369,25 @@ class Compiler {
     }
     // K(n): the rest of a key whose prefix led to trie node n (n = -1: off the trie).
     const std::string base = fmt::format("{}xk{}", p_, n_rules_++);
+    std::string chars;  // the alphabet, spelled out
+    for (char c = '0'; c <= '9'; ++c) chars += c;
+    for (char c = 'A'; c <= 'Z'; ++c) chars += c;
+    chars += '_';
+    for (char c = 'a'; c <= 'z'; ++c) chars += c;
     std::string rules;
     for (size_t n = 0; n < t.size(); ++n) {
       std::string alts;
       if (n != 0 && !t[n].word) alts = "\"\"";  // stopping here is not a declared key
-      std::string others = alpha;
+      std::string excl;  // the characters that stay on the trie
       for (auto [c, m] : t[n].next) {
         alts += fmt::format("{}\"{}\" {}-{}", alts.empty() ? "" : " | ", c, base, m);
-        others += c == '_' ? "" : "";
+        excl += c;
       }
       // Any character that leaves the trie, then anything.
-      std::string excl;
-      for (auto [c, m] : t[n].next) excl += c;
-      std::string cls = "[" + alpha + "]";
-      if (!excl.empty()) {
-        // Characters of the alphabet not in `excl`: spell the class out.
-        std::string chars;
-        for (char c = '0'; c <= '9'; ++c) chars += c;
-        for (char c = 'A'; c <= 'Z'; ++c) chars += c;
-        chars += '_';
-        for (char c = 'a'; c <= 'z'; ++c) chars += c;
-        std::string keep;
-        for (char c : chars)
-          if (excl.find(c) == std::string::npos) keep += c;
-        cls = keep.empty() ? "" : "[" + keep + "]";
-      }
+      std::string keep;
+      for (char c : chars)
+        if (excl.find(c) == std::string::npos) keep += c;
+      const std::string cls = keep.empty() ? "" : "[" + keep + "]";
       if (!cls.empty()) alts += fmt::format("{}{} [{}]*", alts.empty() ? "" : " | ", cls, alpha);
       if (alts.empty()) alts = "\"\"";  // cannot happen: a trie node always leaves some character
       rules += fmt::format("{}-{} ::= {}\n", base, n, alts);
