@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <utility>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -17,14 +18,23 @@
 
 namespace k3::server {
 
+// One prompt-cache entry: the state of sequence `seq` after `tokens`. Entries are not tied
+// to slots: a request restores from whichever entry holds its prefix, into whichever slot is
+// free. With as many clients as slots, tying them made a one-off request evict a
+// conversation's entry, whose next turn then evicted another's, and so on round the slots.
+struct Scheduler::Snapshot {
+  int32_t seq = -1;
+  std::vector<int32_t> tokens;       // empty: unused
+  std::string owner;                 // the cache_owner of the job that left it (job.h)
+  uint64_t last_used = 0;            // admission counter when it was last taken or reused
+  bool proven = false;               // it (or the entry it extends) was reused at least once
+};
+
 struct Scheduler::Slot {
   int32_t seq = 0;
-  int32_t snap_seq = -1;             // prompt cache sequence; -1: no cache
-  std::vector<int32_t> cached;       // the tokens whose state snap_seq holds
-  std::string cached_owner;          // the cache_owner of the job that left it (job.h)
-  bool restore = false;              // copy snap_seq into seq before the next decode
+  int from = -1;                     // the snapshot this job restores and extends; -1: none
+  bool restore = false;              // copy snapshot `from` into seq before the next decode
   size_t snap_at = 0;                // this job's snapshot point (0: none)
-  uint64_t last_job = 0;             // admission counter when the slot last took a job
   std::shared_ptr<Job> job;
   std::unique_ptr<Generation> gen;
   size_t n_fed = 0;          // prompt tokens decoded so far
@@ -96,18 +106,38 @@ void Scheduler::fail_job(Job& job, int status, const char* type, const std::stri
 }
 
 void Scheduler::release(Slot& s) {
-  engine_->seq_clear(s.seq);  // the snapshot stays for the next job
+  engine_->seq_clear(s.seq);  // snapshots stay for the next job
   s.job.reset();
   s.gen.reset();
   s.n_fed = 0;
   s.next = -1;
+  s.from = -1;
   s.restore = false;
   s.snap_at = 0;
 }
 
+// Where a job's snapshot goes: over the one it restored (its conversation's, now extended),
+// else an unused entry, else one never reused, else the least recently used of those reused,
+// but only one idle for 2 x (entries) admissions; otherwise nowhere (kNoSnapshot). So a
+// one-off request, or a client that hangs up and never returns, evicts nothing while every
+// entry serves a live conversation, and a new conversation gets in once one goes quiet.
+size_t Scheduler::pick_snapshot(const Slot& s, const std::vector<Snapshot>& snaps, uint64_t n_admitted) {
+  if (s.from >= 0) return static_cast<size_t>(s.from);
+  auto worth = [](const Snapshot& e) {
+    return e.tokens.empty() ? std::pair<int, uint64_t>{0, 0} : std::pair<int, uint64_t>{e.proven ? 2 : 1, e.last_used};
+  };
+  size_t best = kNoSnapshot;
+  for (size_t k = 0; k < snaps.size(); ++k)
+    if (best == kNoSnapshot || worth(snaps[k]) < worth(snaps[best])) best = k;
+  if (best == kNoSnapshot) return best;
+  const Snapshot& e = snaps[best];
+  const bool live = !e.tokens.empty() && e.proven && e.last_used + 2 * snaps.size() > n_admitted;
+  return live ? kNoSnapshot : best;
+}
+
 namespace {
 
-// Tokens of `prompt` a slot can skip: its whole snapshot when that is a proper prefix.
+// Tokens of `prompt` a job can skip: its whole snapshot when that is a proper prefix.
 size_t reusable(const std::vector<int32_t>& cached, const std::vector<int32_t>& prompt) {
   if (cached.empty() || cached.size() >= prompt.size()) return 0;
   return std::equal(cached.begin(), cached.end(), prompt.begin()) ? cached.size() : 0;
@@ -117,10 +147,9 @@ size_t reusable(const std::vector<int32_t>& cached, const std::vector<int32_t>& 
 
 void Scheduler::loop() {
   std::vector<Slot> slots(static_cast<size_t>(opts_.n_slots));
-  for (size_t i = 0; i < slots.size(); ++i) {
-    slots[i].seq = static_cast<int32_t>(i);
-    if (opts_.prompt_cache) slots[i].snap_seq = static_cast<int32_t>(slots.size() + i);
-  }
+  std::vector<Snapshot> snaps(opts_.prompt_cache ? slots.size() : 0);
+  for (size_t i = 0; i < slots.size(); ++i) slots[i].seq = static_cast<int32_t>(i);
+  for (size_t i = 0; i < snaps.size(); ++i) snaps[i].seq = static_cast<int32_t>(slots.size() + i);
   for (;;) {
     {
       std::unique_lock<std::mutex> lk(mu_);
@@ -147,25 +176,27 @@ void Scheduler::loop() {
           ++it;
         }
       }
-      // Each waiting job (in order) takes the free slot whose snapshot saves the most; with
-      // nothing to reuse, the slot whose snapshot is least likely to be wanted (none, else the
-      // least recently used), so other conversations keep theirs.
+      // Each waiting job (in order) takes a free slot and restores the snapshot that saves
+      // it the most, of its own owner's only: cached_tokens must not tell one client about
+      // another's prompts.
       while (!queue_.empty()) {
-        Slot* best = nullptr;
-        size_t best_reuse = 0;
-        auto worth = [](const Slot& s) { return s.cached.empty() ? 0 : s.last_job; };
-        for (Slot& s : slots) {
-          if (s.job) continue;
-          // Only the same owner's snapshot: cached_tokens must not tell one client about another's prompts.
-          size_t r = s.cached_owner == queue_.front()->cache_owner ? reusable(s.cached, queue_.front()->prompt) : 0;
-          if (!best || r > best_reuse || (r == best_reuse && worth(s) < worth(*best))) best = &s, best_reuse = r;
-        }
-        if (!best) break;
-        Slot& s = *best;
+        auto free = std::find_if(slots.begin(), slots.end(), [](const Slot& s) { return !s.job; });
+        if (free == slots.end()) break;
+        Slot& s = *free;
         s.job = std::move(queue_.front());
         queue_.pop_front();
+        const uint64_t admitted = ++n_admitted_;
+        size_t best_reuse = 0;
+        s.from = -1;
+        for (size_t k = 0; k < snaps.size(); ++k) {
+          const size_t r = snaps[k].owner == s.job->cache_owner ? reusable(snaps[k].tokens, s.job->prompt) : 0;
+          if (r > best_reuse) best_reuse = r, s.from = static_cast<int>(k);
+        }
+        if (s.from >= 0) {
+          snaps[static_cast<size_t>(s.from)].last_used = admitted;
+          snaps[static_cast<size_t>(s.from)].proven = true;
+        }
         s.t_start = now;
-        s.last_job = ++n_admitted_;
         s.n_fed = best_reuse;
         s.restore = best_reuse > 0;
         s.job->n_cached = static_cast<int64_t>(best_reuse);
@@ -173,13 +204,13 @@ void Scheduler::loop() {
         s.next = -1;
         const size_t n = s.job->prompt.size();
         size_t at = s.job->snapshot_at > 0 && s.job->snapshot_at < n ? s.job->snapshot_at : n - 1;
-        // Nothing to gain from a snapshot the slot already holds, or from an empty one.
-        s.snap_at = s.snap_seq >= 0 && at > best_reuse ? at : 0;
+        // Nothing to gain from a snapshot that is already held, or from an empty one.
+        s.snap_at = !snaps.empty() && at > best_reuse ? at : 0;
       }
       stats_.queued = queue_.size();
       stats_.slots_busy = n_busy();
     }
-    step(slots);
+    step(slots, snaps);
   }
   // Shutting down: nobody waits for an answer that will not come.
   std::lock_guard<std::mutex> lk(mu_);
@@ -194,7 +225,7 @@ void Scheduler::loop() {
   stats_.slots_busy = 0;
 }
 
-void Scheduler::step(std::vector<Slot>& slots) {
+void Scheduler::step(std::vector<Slot>& slots, std::vector<Snapshot>& snaps) {
   Clock::time_point now = Clock::now();
   uint64_t n_cancel = 0, n_fail = 0, n_done = 0;
   for (Slot& s : slots) {
@@ -214,13 +245,13 @@ void Scheduler::step(std::vector<Slot>& slots) {
   for (Slot& s : slots)
     if (s.job && s.restore) {
       try {
-        engine_->seq_copy(s.snap_seq, s.seq);
+        engine_->seq_copy(snaps[static_cast<size_t>(s.from)].seq, s.seq);
         s.restore = false;
       } catch (const std::exception& e) {
         log::error("prompt cache restore failed: {}", e.what());
         fail_job(*s.job, 500, "server_error", fmt::format("restoring the prompt cache failed: {}", e.what()));
         ++n_fail;
-        s.cached.clear();
+        snaps[static_cast<size_t>(s.from)].tokens.clear();
         release(s);
       }
     }
@@ -277,16 +308,22 @@ void Scheduler::step(std::vector<Slot>& slots) {
   }
   for (Slot& s : slots)
     if (s.job && s.snap_at > 0 && s.n_fed == s.snap_at) {
+      const size_t k = pick_snapshot(s, snaps, n_admitted_);
+      const size_t at = s.snap_at;
+      s.snap_at = 0;
+      if (k == kNoSnapshot) continue;
+      Snapshot& to = snaps[k];
       // A snapshot that cannot be taken costs only the next turn's reuse.
-      s.cached.clear();
+      to.tokens.clear();
       try {
-        engine_->seq_copy(s.seq, s.snap_seq);
-        s.cached.assign(s.job->prompt.begin(), s.job->prompt.begin() + static_cast<std::ptrdiff_t>(s.snap_at));
-        s.cached_owner = s.job->cache_owner;
+        engine_->seq_copy(s.seq, to.seq);
+        to.tokens.assign(s.job->prompt.begin(), s.job->prompt.begin() + static_cast<std::ptrdiff_t>(at));
+        to.owner = s.job->cache_owner;
+        to.proven = s.from >= 0 && &to == &snaps[static_cast<size_t>(s.from)];  // a new conversation's starts unproven
+        to.last_used = n_admitted_;
       } catch (const std::exception& e) {
         log::warn("prompt cache snapshot failed (the next turn decodes in full): {}", e.what());
       }
-      s.snap_at = 0;
     }
   Clock::time_point t1 = Clock::now();
   double dt = std::chrono::duration<double>(t1 - t0).count();

@@ -7,10 +7,11 @@
 // next step and their sequence is cleared for the next job. submit() never blocks: a full
 // queue or a stopped scheduler is an ApiError 503. stop() fails what is left with 503 and
 // joins the thread; the destructor stops.
-// Prompt cache (opts.prompt_cache): K3's recurrent state cannot be rolled back, so each slot
-// keeps a snapshot sequence (engine sequence n_slots + i) holding the state after a prefix
-// of its last prompt (job->snapshot_at). A new job whose prompt starts with a slot's whole
-// snapshot is given that slot, restored from the snapshot, and decodes only the rest.
+// Prompt cache (opts.prompt_cache): K3's recurrent state cannot be rolled back, so the
+// scheduler keeps n_slots snapshots (engine sequences n_slots + i), each the state after a
+// prefix of an earlier prompt (job->snapshot_at). A new job takes any free slot; when its
+// prompt starts with a snapshot's whole token list (same owner only) the slot is restored
+// from it and decodes only the rest. Which entry a new snapshot replaces: pick_snapshot().
 #pragma once
 
 #include <condition_variable>
@@ -45,7 +46,7 @@ struct SchedulerOptions {
   int64_t n_ctx = 4096;       // per slot; 0: the model's
   int64_t n_batch = 512;      // prompt tokens per step, all slots together
   size_t queue_max = 64;      // waiting jobs beyond the slots
-  bool prompt_cache = true;   // keep a per-slot prompt snapshot for reuse
+  bool prompt_cache = true;   // keep n_slots prompt snapshots for reuse
   // Engine sequences the scheduler holds: one per slot, and one more per slot for its
   // prompt-cache snapshot. A memory plan must count all of them.
   int n_sequences() const { return n_slots * (prompt_cache ? 2 : 1); }
@@ -59,7 +60,7 @@ struct SchedulerOptions {
 struct SchedulerStats {
   uint64_t requests_finished = 0, requests_failed = 0, requests_cancelled = 0;
   uint64_t prompt_tokens_total = 0, predicted_tokens_total = 0, n_decode_total = 0;
-  uint64_t prompt_tokens_cached_total = 0;  // restored from a slot's snapshot, not decoded
+  uint64_t prompt_tokens_cached_total = 0;  // restored from a snapshot, not decoded
   double prompt_seconds_total = 0, predicted_seconds_total = 0;
   uint64_t batch_tokens_max = 0;
   double predicted_tokens_per_second = 0;  // over the last 10 s of generation
@@ -84,8 +85,11 @@ class Scheduler {
 
  private:
   struct Slot;
+  struct Snapshot;
   void loop();
-  void step(std::vector<Slot>& slots);
+  void step(std::vector<Slot>& slots, std::vector<Snapshot>& snaps);
+  static constexpr size_t kNoSnapshot = static_cast<size_t>(-1);
+  static size_t pick_snapshot(const Slot& s, const std::vector<Snapshot>& snaps, uint64_t n_admitted);
   void release(Slot& s);
   void fail_job(Job& job, int status, const char* type, const std::string& msg);
 

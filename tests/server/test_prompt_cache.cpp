@@ -1,4 +1,4 @@
-// tests/server/test_prompt_cache: the per-slot prompt snapshot. A follow-up turn (history +
+// tests/server/test_prompt_cache: the prompt snapshots (one per slot, not tied to slots). A follow-up turn (history +
 // one more exchange) and a repeated request restore the snapshot and decode only the rest;
 // what they generate is what a server without the cache generates for the same request.
 #include <fmt/format.h>
@@ -114,6 +114,37 @@ TEST(ServerPromptCache, WaitingJobTakesTheSlotHoldingItsPrefix) {
   ASSERT_EQ(st2, 200);
   EXPECT_EQ(cached_of(a), a["usage"]["prompt_tokens"].get<int64_t>() - 1);
   EXPECT_EQ(cached_of(b), b["usage"]["prompt_tokens"].get<int64_t>() - 1);
+}
+
+// A one-off request (a client that never comes back) must not cost the live conversations
+// their entries: with snapshots tied to slots and least-recently-used eviction, X evicted A, A's
+// next turn evicted B, and so on round the slots (with as many clients as slots, one stray
+// request cost every client a full prefill). A new conversation gets an entry once one is idle.
+TEST(ServerPromptCache, OneOffRequestsDoNotEvictLiveConversations) {
+  ServerOptions o = default_options();  // two slots, two snapshots
+  TestServer s(o);
+  Json a = greedy(Json{{"prompt", "A long story about a cat and a dog"}}, 2);
+  Json b = greedy(Json{{"prompt", "Something else entirely, about weather"}}, 2);
+  auto full = [](const Json& r) { return r["usage"]["prompt_tokens"].get<int64_t>() - 1; };
+  auto cached = [&](const Json& req) {
+    auto [st, r] = s.post("/v1/completions", req);
+    EXPECT_EQ(st, 200) << r.dump();
+    return st == 200 && cached_of(r) == full(r);
+  };
+  for (int turn = 0; turn < 2; ++turn)  // both conversations reused once: both proven
+    for (const Json* r : {&a, &b}) cached(*r);
+  for (int i = 0; i < 3; ++i) {
+    Json x = greedy(Json{{"prompt", fmt::format("Question {} from a client who then leaves", i)}}, 2);
+    EXPECT_FALSE(cached(x));
+    EXPECT_TRUE(cached(a)) << "one-off " << i << " evicted a";
+    EXPECT_TRUE(cached(b)) << "one-off " << i << " evicted b";
+  }
+  // b goes quiet; after 2 x 2 admissions without it, a newcomer may take its entry.
+  Json c = greedy(Json{{"prompt", "A newcomer who stays for a while"}}, 2);
+  for (int i = 0; i < 4; ++i) cached(a);
+  EXPECT_FALSE(cached(c));
+  EXPECT_TRUE(cached(c)) << "the newcomer found no entry although b had gone quiet";
+  EXPECT_TRUE(cached(a));
 }
 
 }  // namespace
