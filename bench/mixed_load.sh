@@ -4,6 +4,11 @@
 # first alone (quiet), then while bench/hostile_loop.mjs attacks the same server in a loop.
 # Prints both load lines (errors, p50/p95 latency), the hostile client's summary, the p95
 # ratio, and the server's peak RSS; exits 1 if the server died.
+# Environment: SERVE_FLAGS, the `k3 serve` flags besides model, context and slots (default
+# "-t 1"; e.g. "-t 2 --http-nice 0" to compare);
+# ATTACKER_NICE, the nice value the attacking node process runs at (default 0: on these 2 cores
+# it competes with the server as an equal; a real attacker's CPU is on another host, and 19
+# approximates that).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 . "$root/scripts/lib/serve.sh"
@@ -13,11 +18,12 @@ seconds="${3:-60}"; clients="${4:-8}"
 tmp="$(mktemp -d)"
 cleanup() { [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
-k3_serve_start "$tmp/serve.log" "$k3" -m "$model" -c 2048 --parallel 8 -t 1
+# shellcheck disable=SC2086  # SERVE_FLAGS is a list of flags
+k3_serve_start "$tmp/serve.log" "$k3" -m "$model" -c 2048 --parallel 8 ${SERVE_FLAGS:--t 1}
 url="http://127.0.0.1:$port"
 quiet="$(node "$root/bench/load_serve.mjs" "$url" "$clients" "$seconds" 64)"
 echo "quiet:   $quiet"
-node "$root/bench/hostile_loop.mjs" "$url" "$((seconds + 5))" > "$tmp/hostile.json" &
+nice -n "${ATTACKER_NICE:-0}" node "$root/bench/hostile_loop.mjs" "$url" "$((seconds + 5))" > "$tmp/hostile.json" &
 hostile=$!
 sleep 2
 loaded="$(node "$root/bench/load_serve.mjs" "$url" "$clients" "$seconds" 64)"

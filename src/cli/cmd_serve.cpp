@@ -95,6 +95,10 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("-b,--batch", o.sched.n_batch, "prompt tokens per decode step, all slots (default 512)");
   app.add_option("--alias", o.model_alias, "model name in responses (default: the file name)");
   app.add_option("--http-threads", o.http_threads, "HTTP worker threads (default: slots + queue, at most 32, + 4)");
+  app.add_option("--http-nice", o.http_nice,
+                 "how much nicer than the decode thread the HTTP workers run: request parsing then yields to "
+                 "generation (0-19, default 10; 0: same priority)")
+      ->check(CLI::Range(0, 19));
   app.add_option("--scripted-output", scripted_path,
                  "TEST ONLY: generated tokens come from this file instead of the sampler (see docs)");
   std::string allowed_hosts, cors;

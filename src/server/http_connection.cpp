@@ -4,7 +4,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +24,16 @@ Clock::duration seconds(double s) {
 }
 
 // Milliseconds until `until` for poll(), rounded up so a wait never ends just short of it.
+// Linux gives each thread its own nice value (setpriority on a thread id); raising it needs
+// no privilege. Best effort: where it fails the worker simply runs at the process's priority.
+void lower_this_threads_priority(int by) {
+  if (by <= 0) return;
+  const auto tid = static_cast<id_t>(::syscall(SYS_gettid));
+  errno = 0;
+  const int now = ::getpriority(PRIO_PROCESS, tid);
+  if (errno == 0) (void)::setpriority(PRIO_PROCESS, tid, std::min(now + by, 19));
+}
+
 int ms_until(Clock::time_point until) {
   const auto left = until - Clock::now();
   if (left <= Clock::duration::zero()) return 0;
@@ -66,13 +78,15 @@ HttpConnection::HttpConnection(int fd, ConnectionLimits limits, std::function<bo
 
 HttpConnection::~HttpConnection() { close(); }
 
-bool HttpConnection::wait_for_request(double idle_s) {
+bool HttpConnection::wait_for_request(double idle_s, const std::function<bool()>& shed) {
   if (off_ < len_) return true;
-  const auto give_up = Clock::now() + seconds(idle_s);
+  const auto since = Clock::now();
+  const auto give_up = since + seconds(idle_s);
   for (;;) {
     if (stopping_ && stopping_()) return false;
     const auto now = Clock::now();
     if (now >= give_up) return false;
+    if (shed && now - since >= seconds(kShedGrace) && shed()) return false;
     pollfd p{fd_, POLLIN, 0};
     const int r = ::poll(&p, 1, ms_until(std::min(give_up, now + kStopCheck)));
     if (r > 0) return true;
@@ -257,8 +271,8 @@ void HttpConnection::close() {
   fd_ = -1;
 }
 
-ConnectionPool::ConnectionPool(size_t base, size_t max, size_t max_queued, double idle_s)
-    : max_(std::max<size_t>({max, base, 1})), max_queued_(max_queued), idle_(idle_s) {
+ConnectionPool::ConnectionPool(size_t base, size_t max, size_t max_queued, double idle_s, int nice)
+    : max_(std::max<size_t>({max, base, 1})), max_queued_(max_queued), idle_(idle_s), nice_(nice) {
   std::lock_guard<std::mutex> lk(mu_);
   for (size_t i = 0; i < std::max<size_t>(base, 1); ++i) start_locked(false);
 }
@@ -278,6 +292,7 @@ void ConnectionPool::start_locked(bool extra) {
   }
   ++live_;
   ++idle_threads_;
+  update_starved_locked();
 }
 
 void ConnectionPool::reap_locked() {
@@ -301,11 +316,13 @@ bool ConnectionPool::enqueue(std::function<void()> fn) {
     if (!started && jobs_.size() >= max_queued_) return false;
   }
   jobs_.push_back(std::move(fn));
+  update_starved_locked();
   work_.notify_one();
   return true;
 }
 
 void ConnectionPool::worker(Threads::iterator self, bool extra) {
+  lower_this_threads_priority(nice_);
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
     const auto ready = [this] { return stop_ || !jobs_.empty(); };
@@ -319,14 +336,17 @@ void ConnectionPool::worker(Threads::iterator self, bool extra) {
     std::function<void()> fn = std::move(jobs_.front());
     jobs_.pop_front();
     --idle_threads_;
+    update_starved_locked();
     lk.unlock();
     fn();
     fn = nullptr;
     lk.lock();
     ++idle_threads_;
+    update_starved_locked();
   }
   --idle_threads_;
   --live_;
+  update_starved_locked();
   finished_.splice(finished_.end(), running_, self);
   ended_.notify_all();
 }

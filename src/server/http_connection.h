@@ -21,12 +21,16 @@
 // threads always run; while no thread is free another is started, up to `max` (the extra
 // ones end after idle_s without work), so slow clients holding threads do not queue a fresh
 // connection behind them until `max` are busy. Then up to `max_queued` connections wait, and
-// enqueue() refuses the rest (the library closes such a socket at once). shutdown() lets the
+// enqueue() refuses the rest (the library closes such a socket at once). While connections
+// wait, starved() is true, and threads whose connection is idle give it up (wait_for_request's
+// `shed`): 200 sockets that connect and say nothing cannot keep /health waiting for their idle
+// timeout. shutdown() lets the
 // threads finish the connections already given to them, then joins them.
 #pragma once
 
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -56,8 +60,11 @@ class HttpConnection final : public httplib::Stream {
   ~HttpConnection() override;
 
   // Waits up to idle_s for the next request's first byte; true when one is buffered or has
-  // arrived (or the peer closed: the read then says so).
-  bool wait_for_request(double idle_s);
+  // arrived (or the peer closed: the read then says so). False as well once `shed` answers
+  // true after the connection has waited kShedGrace: an idle connection then gives its thread
+  // up to connections that have something to say.
+  bool wait_for_request(double idle_s, const std::function<bool()>& shed = {});
+  static constexpr double kShedGrace = 0.5;  // seconds: a client sends its request at once
   void begin_request();
   void head_done() { in_head_ = false; }
   bool timed_out() const { return timed_out_; }
@@ -106,10 +113,13 @@ class HttpConnection final : public httplib::Stream {
 
 class ConnectionPool final : public httplib::TaskQueue {
  public:
-  ConnectionPool(size_t base, size_t max, size_t max_queued, double idle_s);
+  // `nice`: how much nicer than the process its threads run (0: as the process).
+  ConnectionPool(size_t base, size_t max, size_t max_queued, double idle_s, int nice = 0);
   ~ConnectionPool() override;
   bool enqueue(std::function<void()> fn) override;
   void shutdown() override;
+  // Connections are waiting that no idle thread will take: every thread is busy.
+  bool starved() const { return starved_.load(std::memory_order_relaxed); }
 
  private:
   using Threads = std::list<std::thread>;
@@ -119,12 +129,15 @@ class ConnectionPool final : public httplib::TaskQueue {
 
   const size_t max_, max_queued_;
   const std::chrono::duration<double> idle_;
+  const int nice_;
   std::mutex mu_;
   std::condition_variable work_, ended_;
   std::deque<std::function<void()>> jobs_;
   Threads running_, finished_;  // a thread moves itself to finished_ as it ends
   size_t live_ = 0, idle_threads_ = 0;
   bool stop_ = false;
+  std::atomic<bool> starved_{false};
+  void update_starved_locked() { starved_.store(jobs_.size() > idle_threads_, std::memory_order_relaxed); }
 };
 
 }  // namespace k3::server

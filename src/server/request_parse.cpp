@@ -133,6 +133,33 @@ void read_common(const Json& req, const RequestLimits& lim, GenParams& p, BuiltR
     out.include_usage = get_bool(so, "include_usage", false);
   }
   if (get_bool(req, "logprobs", false)) bad_request("logprobs", "logprobs are not supported");
+  // Ignoring a bias would answer as if it had been applied; an empty map asks for nothing.
+  const Json& bias = field(req, "logit_bias");
+  if (!bias.is_null() && !(bias.is_object() && bias.empty()))
+    bad_request("logit_bias", "logit_bias is not supported (use a grammar or json_schema to constrain output)");
+}
+
+// A message's content: a string, null, or a list of parts, each {"type":"text","text":…} or
+// an image part. The template alone would render an unknown part as nothing (the reference
+// does), so a client sending audio or a file would get an answer that silently ignored it.
+void check_content(const Json& c, size_t i) {
+  if (c.is_null() || c.is_string()) return;
+  const std::string where = fmt::format("messages[{}].content", i);
+  if (!c.is_array()) bad_request(where, "{} must be a string, an array of content parts or null", where);
+  for (size_t j = 0; j < c.size(); ++j) {
+    const Json& part = c[j];
+    const std::string at = fmt::format("{}[{}]", where, j);
+    if (!part.is_object()) bad_request(at, "{} must be an object with a 'type'", at);
+    const Json& type = field(part, "type");
+    if (!type.is_string()) bad_request(at + ".type", "{}.type must be a string", at);
+    const std::string& t = type.get_ref<const std::string&>();
+    if (t == "text") {
+      if (!field(part, "text").is_string()) bad_request(at + ".text", "{}.text must be a string", at);
+    } else if (t != "image_url" && t != "image") {
+      bad_request(at + ".type", "{}: content parts of type '{}' are not supported (text, image_url)", at,
+                  t.substr(0, 64));
+    }
+  }
 }
 
 void check_messages(const Json& req, const RequestLimits& lim) {
@@ -147,6 +174,7 @@ void check_messages(const Json& req, const RequestLimits& lim) {
     if (!m.is_object()) bad_request("messages", "messages[{}] must be an object", i);
     const Json& role = field(m, "role");
     if (!role.is_string()) bad_request("messages", "messages[{}].role must be a string", i);
+    check_content(field(m, "content"), i);
   }
   const Json& tools = field(req, "tools");
   if (!tools.is_null()) {

@@ -114,6 +114,7 @@ class HttpServer final : public httplib::Server {
   ConnectionLimits limits;
   double keep_alive_s = 5;
   size_t keep_alive_max = 100;
+  std::atomic<ConnectionPool*> pool{nullptr};  // the library's task queue while it listens
 
  private:
   bool process_and_close_socket(socket_t sock) override {
@@ -124,7 +125,11 @@ class HttpServer final : public httplib::Server {
     conn.get_remote_ip_and_port(remote_addr, remote_port);
     conn.get_local_ip_and_port(local_addr, local_port);
     bool ok = false;
-    for (size_t left = keep_alive_max; left > 0 && conn.wait_for_request(keep_alive_s); --left) {
+    const auto shed = [this] {
+      const ConnectionPool* p = pool.load(std::memory_order_relaxed);
+      return p != nullptr && p->starved();
+    };
+    for (size_t left = keep_alive_max; left > 0 && conn.wait_for_request(keep_alive_s, shed); --left) {
       conn.begin_request();
       bool closed = false;
       ok = process_request(conn, remote_addr, remote_port, local_addr, local_port, left == 1, closed, nullptr);
@@ -471,7 +476,11 @@ void Server::Impl::routes() {
   const size_t n_threads = opts.http_threads > 0
                                ? static_cast<size_t>(opts.http_threads)
                                : static_cast<size_t>(opts.sched.n_slots) + std::min<size_t>(opts.sched.queue_max, 32) + 4;
-  h.new_task_queue = [n_threads] { return new ConnectionPool(n_threads, 4 * n_threads, 4 * n_threads, 3); };
+  h.new_task_queue = [&h, n_threads, nice = opts.http_nice] {
+    auto* pool = new ConnectionPool(n_threads, 4 * n_threads, 4 * n_threads, 3, nice);
+    h.pool.store(pool);  // its connections run on it, so it outlives every use of the pointer
+    return pool;
+  };
 
   static const std::set<std::string> kPublic = {"/health", "/v1/health", "/v1/models", "/models"};
   h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {

@@ -56,6 +56,11 @@ struct ServerOptions {
   // connection at a time; under load the pool grows to 4x this, then as many connections more
   // may wait for a thread, and beyond that a connection is closed unanswered.
   int http_threads = 0;
+  // How much nicer than the process the HTTP workers run (--http-nice; 0: the same). Reading,
+  // inflating and parsing a request is work any client can ask for; the decode thread's work
+  // is what every admitted client waits on. At +10 a worker competing with the decode thread
+  // gets about a tenth of its CPU share, so a client flooding the parser costs the others less.
+  int http_nice = 10;
   std::string model_alias = "k3";
   std::string model_path;
   bool webui = true;                     // the chat page at / (docs/serve.md)

@@ -3,7 +3,8 @@
 # on the golden small model and runs the openai-client tests with node's test runner; then the
 # same client against the embedded trained model (k3-tiny), whose answers are its own.
 # Then constrained decoding: every schema of tests/data/grammar/schemas.json on random weights,
-# validated by ajv, and the client's structured outputs on the trained model.
+# validated by ajv, and the client's structured outputs on the trained model; then the
+# hostile-client suite (hostile.test.mjs) against a keyed server.
 # Installs the `openai`, `ajv` and `ajv-formats` npm packages into tests/e2e/node_modules on first use (needs the npm
 # registry once; package-lock.json pins the version). Exits with the tests' status.
 set -euo pipefail
@@ -72,6 +73,15 @@ K3_BASE_URL="http://127.0.0.1:$port/v1" node --test --test-concurrency=2 "$here/
   || { echo "run.sh: structured-output tests (random weights) failed; server log:" >&2; tail -50 "$tmp/serve4.log" >&2; exit 1; }
 kill -TERM "$pid"; rc=0; wait "$pid" || rc=$?; pid=""
 [ "$rc" -eq 0 ] || { echo "run.sh: k3 serve (random weights) exited $rc after SIGTERM" >&2; exit 1; }
+
+# Hostile clients (raw sockets): framing, limits, keys and origins, deep and wide JSON,
+# slow and vanishing clients. Each case also checks /health, the RSS bound and the process.
+start_server "$tmp/serve5.log" --api-key hostile-key --parallel 2 --max-body 1048576 --request-timeout 3
+K3_BASE_URL="http://127.0.0.1:$port/v1" K3_SERVER_PID="$pid" K3_API_KEY=hostile-key K3_RSS_LIMIT_MIB=384 \
+  node --test --test-concurrency=1 "$here/hostile.test.mjs" \
+  || { echo "run.sh: hostile-client tests failed; server log:" >&2; tail -50 "$tmp/serve5.log" >&2; exit 1; }
+kill -TERM "$pid"; rc=0; wait "$pid" || rc=$?; pid=""
+[ "$rc" -eq 0 ] || { echo "run.sh: k3 serve (hostile clients) exited $rc after SIGTERM" >&2; exit 1; }
 
 # The trained default model: a reasoned answer and a tool call of its own (greedy decoding),
 # then structured outputs through the openai client.

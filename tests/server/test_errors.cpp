@@ -103,6 +103,32 @@ TEST(ServerErrors, SamplerRefusalsAre400BeforeWork) {
   expect_alive(s);
 }
 
+// What the server cannot honour is refused, not ignored: an unknown content part (the template
+// alone would render nothing for it) and a logit bias.
+TEST(ServerErrors, UnsupportedInputIsRefusedNotIgnored) {
+  TestServer s;
+  const Json parts[] = {Json::array({{{"type", "input_audio"}, {"input_audio", {{"data", "x"}}}}}),
+                        Json::array({{{"type", "text"}, {"text", "a"}}, 42}),
+                        Json::array({{{"type", "text"}}}),
+                        Json::array({{{"text", "no type"}}}),
+                        Json{{"text", "an object"}}};
+  const char* params[] = {"messages[0].content[0].type", "messages[0].content[1]", "messages[0].content[0].text",
+                          "messages[0].content[0].type", "messages[0].content"};
+  for (size_t i = 0; i < std::size(parts); ++i) {
+    Json r = {{"messages", Json::array({{{"role", "user"}, {"content", parts[i]}}})}, {"max_tokens", 2}};
+    Json e = expect_error(s.post("/v1/chat/completions", r), 400, "invalid_request_error");
+    EXPECT_EQ(e["param"], params[i]) << e.dump();
+  }
+  Json r = user_chat("hi");
+  r["max_tokens"] = 2;
+  r["logit_bias"] = {{"5", 10}};
+  EXPECT_EQ(expect_error(s.post("/v1/chat/completions", r), 400, "invalid_request_error")["param"], "logit_bias");
+  r["logit_bias"] = Json::object();  // asks for nothing
+  r["messages"][0]["content"] = Json::array({{{"type", "text"}, {"text", "hi"}}, {{"type", "image_url"}}});
+  EXPECT_EQ(s.post("/v1/chat/completions", r).first, 200);
+  expect_alive(s);
+}
+
 TEST(ServerErrors, HugeMaxTokensIsCappedToTheContext) {
   ServerOptions o = default_options();
   o.scripted_outputs = {"x<|close|>think<|sep|><|open|>response<|sep|>ok<|close|>message<|sep|><|end_of_msg|>"};
