@@ -37,6 +37,9 @@ int cmd_bench(int argc, char** argv) {
   bool no_disk_bw = false, no_warmup = false;
   app.add_flag("--no-warmup", no_warmup, "skip the untimed warm-up repetition (cold-start numbers)");
   app.add_flag("--no-disk-bw", no_disk_bw, "with --ram-budget: skip measuring the disk's O_DIRECT read bandwidth");
+  app.add_flag("--profile", o.profile,
+               "also time each op class (embedding, attnres + norms, KDA, MLA, dense FFN, MoE router + input, "
+               "MoE experts, output head) and the matrix products inside it, over the timed repetitions");
   LegacyFlags args(argc, argv, {{"-ub", "--ubatch-size"}});
   if (auto rc = parse_args(app, args.argc(), args.argv())) return *rc;
   o.measure_bw = !no_bw;

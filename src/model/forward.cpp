@@ -10,6 +10,7 @@
 #include "model/layers.h"
 #include "model/model.h"
 #include "model/ops.h"
+#include "model/profile.h"
 #include "model/sequence_state.h"
 #include "quant/codec.h"
 
@@ -55,6 +56,7 @@ int64_t forward(const Model& model, const ForwardInput& in, float* logits, Threa
   const Weights& W = model.weights();
   const int64_t n = static_cast<int64_t>(in.tokens.size()), E = hp.n_embd;
   if (n == 0) return 0;
+  ProfForward profiling(dbg.profile);
 
   // Group the tokens by sequence, keeping batch order within each.
   std::vector<SeqGroup> groups;
@@ -70,9 +72,12 @@ int64_t forward(const Model& model, const ForwardInput& in, float* logits, Threa
 
   const size_t NE = static_cast<size_t>(n * E);
   std::vector<float> h(NE), x(NE), xn(NE), sub(NE);
-  for (int64_t t = 0; t < n; ++t) {
-    const kernels::WeightView& te = W.token_embd;
-    quant::dequantize_row(te.type, te.row(in.tokens[t]), h.data() + t * E, E);
+  {
+    ProfScope section(ProfOp::embed);
+    for (int64_t t = 0; t < n; ++t) {
+      const kernels::WeightView& te = W.token_embd;
+      quant::dequantize_row(te.type, te.row(in.tokens[t]), h.data() + t * E, E);
+    }
   }
 
   const uint32_t bs = hp.attn_res_block_size;
@@ -81,34 +86,48 @@ int64_t forward(const Model& model, const ForwardInput& in, float* logits, Threa
   for (uint32_t il = 0; il < hp.n_layer; ++il) {
     const LayerWeights& lw = W.layers[il];
     // Attention sublayer.
-    if (bs > 0) res_mix(bank_ptrs, h.data(), lw.attn_res_score.data(), n, E, hp.rms_eps, x.data());
-    else x = h;
     const bool opens_block = bs > 0 && il % bs == 0;
-    if (opens_block) {
-      bank.push_back(h);  // the raw partial sum, not the mix
-      bank_ptrs.clear();
-      for (const auto& v : bank) bank_ptrs.push_back(v.data());
+    {
+      ProfScope section(ProfOp::attn_res_norm);
+      if (bs > 0) res_mix(bank_ptrs, h.data(), lw.attn_res_score.data(), n, E, hp.rms_eps, x.data());
+      else x = h;
+      if (opens_block) {
+        bank.push_back(h);  // the raw partial sum, not the mix
+        bank_ptrs.clear();
+        for (const auto& v : bank) bank_ptrs.push_back(v.data());
+      }
+      ops::rmsnorm_rows(x.data(), xn.data(), n, E, lw.attn_norm.data(), hp.rms_eps, E, E);
     }
-    ops::rmsnorm_rows(x.data(), xn.data(), n, E, lw.attn_norm.data(), hp.rms_eps, E, E);
-    run_sliced(ctx, E, xn.data(), sub.data(), [&](const BatchCtx& c, const float* in, float* o) {
-      if (hp.is_kda(il)) kda_forward(c, il, in, o);
-      else mla_forward(c, il, in, o);
-    });
+    {
+      ProfScope section(hp.is_kda(il) ? ProfOp::kda : ProfOp::mla);
+      run_sliced(ctx, E, xn.data(), sub.data(), [&](const BatchCtx& c, const float* in, float* o) {
+        if (hp.is_kda(il)) kda_forward(c, il, in, o);
+        else mla_forward(c, il, in, o);
+      });
+    }
     if (opens_block) h = sub;
     else
       for (size_t i = 0; i < NE; ++i) h[i] += sub[i];
 
     // FFN sublayer.
-    if (bs > 0) res_mix(bank_ptrs, h.data(), lw.ffn_res_score.data(), n, E, hp.rms_eps, x.data());
-    else x = h;
-    ops::rmsnorm_rows(x.data(), xn.data(), n, E, lw.ffn_norm.data(), hp.rms_eps, E, E);
-    if (hp.is_dense(il)) ffn_forward(ctx, lw.dense, xn.data(), sub.data());
-    else moe_forward(ctx, il, xn.data(), sub.data());
+    {
+      ProfScope section(ProfOp::attn_res_norm);
+      if (bs > 0) res_mix(bank_ptrs, h.data(), lw.ffn_res_score.data(), n, E, hp.rms_eps, x.data());
+      else x = h;
+      ops::rmsnorm_rows(x.data(), xn.data(), n, E, lw.ffn_norm.data(), hp.rms_eps, E, E);
+    }
+    if (hp.is_dense(il)) {
+      ProfScope section(ProfOp::dense_ffn);
+      ffn_forward(ctx, lw.dense, xn.data(), sub.data());
+    } else {
+      moe_forward(ctx, il, xn.data(), sub.data());  // its two sections inside
+    }
     for (size_t i = 0; i < NE; ++i) h[i] += sub[i];
   }
   for (SeqGroup& g : groups) g.st->set_n_past(g.base + static_cast<int64_t>(g.idx.size()));
 
   // Output: final mix, norm and head, only for the rows that want logits.
+  ProfScope head_section(ProfOp::head);
   std::vector<int64_t> rows;
   for (int64_t t = 0; t < n; ++t)
     if (in.want_logits[t]) rows.push_back(t);

@@ -21,6 +21,7 @@ namespace k3::model {
 class Model;
 class SequenceState;
 struct ForwardObserver;
+struct ForwardProfile;
 
 // Test-only knobs, all false in production. The first group makes the model deliberately
 // wrong (to show the golden checks can fail); reference_matmul swaps the fast kernels for
@@ -34,6 +35,7 @@ struct ForwardDebug {
   bool force_recurrent_kda = false;             // never use the chunked form
   bool reference_matmul = false;                // kernels::matmul_reference everywhere
   ForwardObserver* observer = nullptr;          // activation hook for tools (model/observer.h)
+  ForwardProfile* profile = nullptr;            // time per op class (model/profile.h; k3 bench --profile)
 };
 
 struct ForwardInput {

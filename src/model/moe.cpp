@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "model/hparams.h"
@@ -13,6 +14,7 @@
 #include "model/model.h"
 #include "model/observer.h"
 #include "model/ops.h"
+#include "model/profile.h"
 
 namespace k3::model {
 
@@ -51,6 +53,7 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   const int64_t n = b.n, E = hp.n_embd, X = hp.n_expert, k = hp.n_expert_used,
                 L = hp.expert_in(), Fe = hp.n_ff_exp;
   const float situ_c[2] = {hp.situ_beta, hp.situ_linear_beta};
+  std::optional<ProfScope> section(std::in_place, ProfOp::moe_input);
 
   // Everything that reads the full-width input in one dispatch: the router, the routed
   // input's down-projection into the latent space and the shared experts' gate/up.
@@ -120,6 +123,8 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   std::vector<int32_t> active;
   for (int32_t e = 0; e < X; ++e)
     if (!by_exp[e].empty()) active.push_back(e);
+  section.reset();
+  section.emplace(ProfOp::moe_experts);
   ExpertSource& src = b.model.experts();
   src.will_need(il, active);
   src.router_input_hint(il, xn, n);

@@ -4,11 +4,13 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include "core/thread_pool.h"
 #include "kernels/situ_f64.h"
 #include "model/observer.h"
+#include "model/profile.h"
 
 namespace k3::model::ops {
 
@@ -57,8 +59,38 @@ void axpy(double alpha, const float* x, double* y, int64_t n) {
   for (; i < n; ++i) y[i] += alpha * x[i];
 }
 
+namespace {
+
+uint64_t weight_bytes(const kernels::WeightView& w) { return static_cast<uint64_t>(w.rows) * w.row_stride; }
+double product_ops(const kernels::WeightView& w, int64_t n_tok) {
+  return 2.0 * static_cast<double>(w.rows) * static_cast<double>(w.cols) * static_cast<double>(n_tok);
+}
+
+// Adds the product(s) run in its lifetime to the profile's open section, if there is one.
+class ProfMatmul {
+ public:
+  ProfMatmul(uint64_t bytes, double ops, uint64_t n) : on_(prof_matmul_active()), bytes_(bytes), ops_(ops), n_(n) {
+    if (on_) t0_ = std::chrono::steady_clock::now();
+  }
+  ~ProfMatmul() {
+    if (on_) prof_matmul(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(), bytes_, ops_, n_);
+  }
+  ProfMatmul(const ProfMatmul&) = delete;
+  ProfMatmul& operator=(const ProfMatmul&) = delete;
+
+ private:
+  bool on_;
+  uint64_t bytes_;
+  double ops_;
+  uint64_t n_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+}  // namespace
+
 void Matmul::operator()(const kernels::WeightView& w, const float* x, int64_t n_tok, float* y,
                         int64_t x_stride, int64_t y_stride) const {
+  ProfMatmul prof(weight_bytes(w), product_ops(w, n_tok), 1);
   if (observer) observer->on_matmul_input(w, x, n_tok, x_stride < 0 ? w.cols : x_stride);
   if (!reference) {
     kernels::matmul(w, x, n_tok, y, pool, x_stride, y_stride);
@@ -79,6 +111,14 @@ void Matmul::operator()(const kernels::WeightView& w, const float* x, int64_t n_
 
 void Matmul::batch(std::span<const kernels::MatmulJob> jobs) const {
   if (!reference && !observer) {
+    uint64_t bytes = 0;
+    double ops = 0;
+    if (prof_matmul_active())
+      for (const kernels::MatmulJob& j : jobs) {
+        bytes += weight_bytes(j.w) + (j.up ? weight_bytes(*j.up) : 0);
+        ops += product_ops(j.w, j.n_tok) * (j.up ? 2 : 1);
+      }
+    ProfMatmul prof(bytes, ops, jobs.size());
     kernels::matmul_batch(jobs, pool);
     return;
   }

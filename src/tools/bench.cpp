@@ -17,6 +17,7 @@
 #include "gguf/census.h"
 #include "gguf/file.h"
 #include "model/model.h"
+#include "model/profile.h"
 #include "quant/types.h"
 #include "runtime/engine.h"
 #include "store/disk_bw.h"
@@ -136,6 +137,8 @@ BenchResult run_bench(const BenchOptions& opt) {
   r.wb = weight_bytes_of(m->gguf(), hp.n_expert, hp.n_expert_used);
 
   runtime::EngineOptions eo;
+  model::ForwardProfile prof;
+  if (opt.profile) eo.debug.profile = &prof;
   eo.n_threads = opt.n_threads;
   eo.n_ctx = std::max(opt.n_prompt, opt.n_gen) + 1;
   eo.n_ubatch = opt.n_ubatch;
@@ -219,6 +222,7 @@ BenchResult run_bench(const BenchOptions& opt) {
     const uint64_t io0 = proc_read_bytes();
     const double cpu0 = process_cpu_seconds();
     const store::StoreStats st0 = xstore ? xstore->stats() : store::StoreStats{};
+    prof = {};
     for (int i = 0; i < opt.reps; ++i) {
       const double s = once(bytes, eb);
       t.seconds.push_back(s);
@@ -227,6 +231,17 @@ BenchResult run_bench(const BenchOptions& opt) {
       esum += static_cast<double>(eb);
     }
     t.cpu_seconds_mean = (process_cpu_seconds() - cpu0) / opt.reps;
+    if (opt.profile) {
+      double covered = 0;
+      for (size_t k = 0; k < prof.rows.size(); ++k) {
+        const model::ForwardProfile::Row& row = prof.rows[k];
+        t.profile.push_back({std::string(model::prof_op_name(static_cast<model::ProfOp>(k))), row.seconds,
+                             row.matmul_seconds, row.matmul_bytes, row.matmul_ops, row.matmuls});
+        covered += row.seconds;
+      }
+      t.profile.push_back({"other", std::max(0.0, prof.forward_seconds - covered), 0, 0, 0, 0});
+      t.profile_seconds = prof.forward_seconds;
+    }
     mean_sd(t.tps, t.tps_mean, t.tps_sd);
     double sd_unused = 0;
     mean_sd(t.seconds, t.seconds_mean, sd_unused);
@@ -311,6 +326,13 @@ std::string bench_json(const BenchResult& r, int indent) {
                        {"disk_bw_fraction", t.io.disk_bw_fraction},
                        {"read_bw_waiting", t.io.read_bw_waiting},
                        {"waiting_bw_fraction", t.io.waiting_bw_fraction}}}});
+    if (!t.profile.empty()) {
+      json ops = json::array();
+      for (const OpProfile& p : t.profile)
+        ops.push_back({{"op", p.op}, {"seconds", p.seconds}, {"matmul_seconds", p.matmul_seconds},
+                       {"matmul_bytes", p.matmul_bytes}, {"matmul_ops", p.matmul_ops}, {"matmuls", p.matmuls}});
+      tests.back()["profile"] = {{"forward_seconds", t.profile_seconds}, {"ops", ops}};
+    }
   }
   json j = {
       {"schema_version", 1},
@@ -347,6 +369,33 @@ std::string bench_json(const BenchResult& r, int indent) {
         {"disk_bw_bytes_per_s", r.disk_bw}}},
       {"tests", tests}};
   return j.dump(indent);
+}
+
+// The --profile part of the table: per test, each op's share of the forward time, its time
+// per token, and for its matrix products the share of its time and the weight bytes/s.
+static std::string profile_table(const BenchResult& r) {
+  std::string s;
+  for (const BenchTest& t : r.tests) {
+    if (t.profile.empty() || t.profile_seconds <= 0) continue;
+    const double tokens = static_cast<double>((t.n_prompt + t.n_gen) * r.reps);
+    s += fmt::format("\nprofile {} ({} threads, {:.3f} s of forward over {} repetitions):\n", t.name, r.n_threads,
+                     t.profile_seconds, r.reps);
+    s += fmt::format("| {:<20} | {:>7} | {:>10} | {:>10} | {:>11} | {:>9} | {:>12} |\n", "op", "share", "ms/token",
+                     "in matmul", "matmul GB/s", "% bw", "matmul GOP/s");
+    s += "| -------------------- | ------: | ---------: | ---------: | ----------: | --------: | -----------: |\n";
+    for (const OpProfile& p : t.profile) {
+      if (p.seconds <= 0) continue;
+      const double gbs = p.matmul_seconds > 0 ? static_cast<double>(p.matmul_bytes) / p.matmul_seconds / 1e9 : 0;
+      s += fmt::format("| {:<20} | {:>6.1f}% | {:>10.4f} | {:>10} | {:>11} | {:>9} | {:>12} |\n", p.op,
+                       100 * p.seconds / t.profile_seconds, 1e3 * p.seconds / tokens,
+                       p.matmuls ? fmt::format("{:.1f}%", 100 * p.matmul_seconds / p.seconds) : "-",
+                       p.matmuls ? fmt::format("{:.2f}", gbs) : "-",
+                       p.matmuls && r.membw.bytes_per_s > 0 ? fmt::format("{:.1f}%", 100 * gbs * 1e9 / r.membw.bytes_per_s)
+                                                            : "-",
+                       p.matmul_seconds > 0 ? fmt::format("{:.1f}", p.matmul_ops / p.matmul_seconds / 1e9) : "-");
+    }
+  }
+  return s;
 }
 
 std::string bench_table(const BenchResult& r) {
@@ -392,6 +441,7 @@ std::string bench_table(const BenchResult& r) {
                        100 * io.waiting_bw_fraction, 100 * io.busy_share);
     s += "\n";
   }
+  s += profile_table(r);
   return s;
 }
 

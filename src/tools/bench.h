@@ -43,6 +43,17 @@ struct BenchOptions {
   store::MemoryOptions memory;  // --ram-budget: stream experts (docs/expert-store.md)
   bool measure_disk_bw = true;  // with --ram-budget: measure O_DIRECT sequential bandwidth
   bool warmup = true;           // false: no untimed repetition (cold-start numbers)
+  bool profile = false;         // time per op class over the timed repetitions (model/profile.h)
+};
+
+// One op class of a test's profile (BenchOptions::profile): sums over the timed repetitions.
+struct OpProfile {
+  std::string op;               // "KDA", "MoE experts", …; "other" is forward time no section covers
+  double seconds = 0;           // wall time in the op, its products included
+  double matmul_seconds = 0;    // of which in matrix products
+  uint64_t matmul_bytes = 0;    // weight bytes those products read
+  double matmul_ops = 0;        // their operations (2 per multiply-add)
+  uint64_t matmuls = 0;
 };
 
 // What the disk did during one test (sums over the timed repetitions). disk_read_bytes comes
@@ -90,6 +101,8 @@ struct BenchTest {
   double bytes_per_s = 0;       // weight_bytes / mean seconds
   double bw_fraction = 0;       // bytes_per_s / machine bandwidth (0 when not measured)
   StoreTelemetry io;
+  std::vector<OpProfile> profile;  // with --profile; empty otherwise
+  double profile_seconds = 0;      // forward wall time the profile covers (all repetitions)
 };
 
 struct BenchResult {

@@ -3,8 +3,11 @@
 // and batch validation errors.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "core/error.h"
 #include "golden_util.h"
+#include "model/profile.h"
 #include "runtime/engine.h"
 
 namespace k3::test {
@@ -54,6 +57,44 @@ TEST(Engine, InterleavedSequencesInOneBatchMatchGolden) {
   EXPECT_EQ(eng.seq_pos(0), 48);
   EXPECT_EQ(eng.seq_pos(1), 0);
   EXPECT_EQ(eng.seq_pos(2), 48);
+}
+
+// Profiling times the forward pass; it must not change it. Every section of the K3 graph
+// shows up, the sections never sum past the forward time (they do not overlap), and the
+// products counted are the model's: prefill and decode alike.
+TEST(Engine, ProfileLeavesLogitsBitIdenticalAndCoversEverySection) {
+  auto m = golden_model("small-q8_0");
+  const auto toks = golden_tokens("small-q8_0");
+  runtime::EngineOptions plain;
+  plain.n_threads = 2;
+  runtime::Engine ref(m, plain);
+  const auto want = runtime::eval_logits(ref, toks, runtime::EvalMode::parse("batch"));
+  model::ForwardProfile prof;
+  runtime::EngineOptions profiled = plain;
+  profiled.debug.profile = &prof;
+  runtime::Engine eng(m, profiled);
+  const auto got = runtime::eval_logits(eng, toks, runtime::EvalMode::parse("batch"));
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
+  EXPECT_GE(prof.forwards, 1u);
+  double sum = 0;
+  for (const auto& row : prof.rows) {
+    sum += row.seconds;
+    EXPECT_LE(row.matmul_seconds, row.seconds * (1 + 1e-9) + 1e-9);
+  }
+  EXPECT_LE(sum, prof.forward_seconds * (1 + 1e-9));
+  EXPECT_GT(sum, 0.5 * prof.forward_seconds);
+  using model::ProfOp;
+  for (ProfOp op : {ProfOp::embed, ProfOp::attn_res_norm, ProfOp::kda, ProfOp::mla, ProfOp::moe_input,
+                    ProfOp::moe_experts, ProfOp::head})
+    EXPECT_GT(prof[op].seconds, 0) << model::prof_op_name(op);
+  for (ProfOp op : {ProfOp::kda, ProfOp::mla, ProfOp::moe_input, ProfOp::moe_experts, ProfOp::head}) {
+    EXPECT_GT(prof[op].matmuls, 0u) << model::prof_op_name(op);
+    EXPECT_GT(prof[op].matmul_bytes, 0u) << model::prof_op_name(op);
+    EXPECT_GT(prof[op].matmul_ops, 0) << model::prof_op_name(op);
+  }
+  EXPECT_EQ(prof[ProfOp::embed].matmuls, 0u);  // a row lookup, no product
+  EXPECT_EQ(prof[ProfOp::attn_res_norm].matmuls, 0u);
 }
 
 TEST(Engine, CopyForksAndClearRestarts) {

@@ -89,6 +89,45 @@ TEST(Bench, JsonShapeAndSaneNumbers) {
   fs::remove(cache);
 }
 
+// --profile: one row per op class plus "other", in the table and the JSON; the products
+// counted in decode read no more than the weights the bench counts, and the experts' row
+// at least the routed experts' bytes.
+TEST(Bench, ProfileRowsAccountForTheForwardTime) {
+  BenchOptions o;
+  o.model_path = testing::golden_path("small-q8_0.gguf");
+  o.n_prompt = 16;
+  o.n_gen = 4;
+  o.n_threads = 2;
+  o.reps = 2;
+  o.measure_bw = false;
+  o.profile = true;
+  const BenchResult r = run_bench(o);
+  ASSERT_EQ(r.tests.size(), 2u);
+  for (const BenchTest& t : r.tests) {
+    ASSERT_EQ(t.profile.size(), 9u) << t.name;
+    EXPECT_EQ(t.profile.back().op, "other");
+    double sum = 0;
+    for (const OpProfile& p : t.profile) sum += p.seconds;
+    EXPECT_NEAR(sum, t.profile_seconds, 1e-6 + 1e-9 * t.profile_seconds) << t.name;
+    EXPECT_LE(t.profile_seconds, t.seconds_mean * o.reps * (1 + 1e-6)) << t.name;
+  }
+  const BenchTest& tg = r.tests[1];
+  uint64_t mm_bytes = 0, experts = 0;
+  for (const OpProfile& p : tg.profile) {
+    mm_bytes += p.matmul_bytes;
+    if (p.op == "MoE experts") experts = p.matmul_bytes;
+  }
+  EXPECT_LE(mm_bytes, tg.weight_bytes * static_cast<uint64_t>(o.reps));
+  EXPECT_GT(mm_bytes, tg.weight_bytes * static_cast<uint64_t>(o.reps) / 2);
+  EXPECT_GE(experts, tg.expert_bytes * static_cast<uint64_t>(o.reps));
+  const std::string table = bench_table(r);
+  EXPECT_NE(table.find("profile tg4"), std::string::npos);
+  EXPECT_NE(table.find("| KDA "), std::string::npos);
+  const auto j = nlohmann::json::parse(bench_json(r));
+  EXPECT_EQ(j["tests"][1]["profile"]["ops"].size(), 9u);
+  EXPECT_EQ(j["tests"][1]["profile"]["ops"][2]["op"], "KDA");
+}
+
 TEST(Bench, WeightBytesSplitTheTensorTable) {
   auto f = gguf::GgufFile::open(testing::golden_path("small-q8_0.gguf"));
   const WeightBytes wb = weight_bytes_of(*f, 8, 3);
