@@ -21,15 +21,21 @@ std::string temp_cache() {
   return (fs::temp_directory_path() / ("k3-membw-test." + std::to_string(::getpid()) + ".json")).string();
 }
 
-TEST(Bench, JsonShapeAndSaneNumbers) {
-  const std::string cache = temp_cache();
+// A quick bench of the golden small model: pp n_prompt, tg4, 2 threads, 2 repetitions.
+BenchOptions small_bench(int64_t n_prompt) {
   BenchOptions o;
   o.model_path = testing::golden_path("small-q8_0.gguf");
-  o.n_prompt = 32;
+  o.n_prompt = n_prompt;
   o.n_gen = 4;
   o.n_threads = 2;
-  o.n_ubatch = 16;
   o.reps = 2;
+  return o;
+}
+
+TEST(Bench, JsonShapeAndSaneNumbers) {
+  const std::string cache = temp_cache();
+  BenchOptions o = small_bench(32);
+  o.n_ubatch = 16;
   o.bw_cache_path = cache;
   o.bw_buffer_bytes = 32 << 20;  // keep the test quick; real runs use ≫ LLC
   const BenchResult r = run_bench(o);
@@ -93,12 +99,7 @@ TEST(Bench, JsonShapeAndSaneNumbers) {
 // counted in decode read no more than the weights the bench counts, and the experts' row
 // at least the routed experts' bytes.
 TEST(Bench, ProfileRowsAccountForTheForwardTime) {
-  BenchOptions o;
-  o.model_path = testing::golden_path("small-q8_0.gguf");
-  o.n_prompt = 16;
-  o.n_gen = 4;
-  o.n_threads = 2;
-  o.reps = 2;
+  BenchOptions o = small_bench(16);
   o.measure_bw = false;
   o.profile = true;
   const BenchResult r = run_bench(o);
