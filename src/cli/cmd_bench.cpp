@@ -25,6 +25,10 @@ int cmd_bench(int argc, char** argv) {
   app.add_option("-n,--n-gen", o.n_gen, "generated tokens for the tg test (0: skip)")->capture_default_str();
   app.add_option("-t,--threads", o.n_threads, "worker threads (0: machine default)")->capture_default_str();
   app.add_option("--ubatch-size", o.n_ubatch, "tokens per forward micro-batch")->capture_default_str();
+  app.add_option("-d,--n-depth", o.depth,
+                 "context tokens already in the sequence when each test starts (decoded once, untimed); "
+                 "generation then also reads that much MLA cache per token, counted in the roofline")
+      ->capture_default_str();
   app.add_option("-r,--repetitions", o.reps, "timed repetitions per test")->capture_default_str();
   app.add_flag("--json", json, "print the result as JSON (docs/bench.md)");
   app.add_flag("--remeasure-bw", o.remeasure_bw,

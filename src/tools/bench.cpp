@@ -13,6 +13,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/thread_pool.h"
 #include "gguf/census.h"
 #include "gguf/file.h"
@@ -116,6 +117,7 @@ BenchResult run_bench(const BenchOptions& opt) {
   if (opt.n_prompt == 0 && opt.n_gen == 0) fail("bench: nothing to do (-p 0 and -n 0)");
   if (opt.reps < 1) fail("bench: -r must be ≥ 1 (got {})", opt.reps);
   if (opt.n_ubatch < 1) fail("bench: -ub must be ≥ 1 (got {})", opt.n_ubatch);
+  if (opt.depth < 0) fail("bench: -d must be ≥ 0 (got {})", opt.depth);
 
   std::shared_ptr<model::Model> m = model::Model::load(opt.model_path);
   const model::HParams& hp = m->hparams();
@@ -140,7 +142,8 @@ BenchResult run_bench(const BenchOptions& opt) {
   model::ForwardProfile prof;
   if (opt.profile) eo.debug.profile = &prof;
   eo.n_threads = opt.n_threads;
-  eo.n_ctx = std::max(opt.n_prompt, opt.n_gen) + 1;
+  eo.n_ctx = opt.depth + std::max(opt.n_prompt, opt.n_gen) + 1;
+  eo.n_seq_max = opt.depth > 0 ? 2 : 1;  // sequence 1 holds the depth, copied before each repetition
   eo.n_ubatch = opt.n_ubatch;
 
   std::unique_ptr<model::ExpertSource> inner;
@@ -168,6 +171,7 @@ BenchResult run_bench(const BenchOptions& opt) {
   r.n_threads = eng.pool().size();
   r.n_ubatch = opt.n_ubatch;
   r.reps = opt.reps;
+  r.depth = opt.depth;
 
   MemBwOptions mo;
   mo.n_threads = r.n_threads;
@@ -182,9 +186,26 @@ BenchResult run_bench(const BenchOptions& opt) {
   std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(eng.n_vocab()) - 1);
   using clock = std::chrono::steady_clock;
 
+  // -d: the context every test starts from, decoded once into sequence 1 (untimed).
+  if (opt.depth > 0) {
+    std::vector<runtime::BatchToken> b(static_cast<size_t>(opt.depth));
+    for (size_t i = 0; i < b.size(); ++i) b[i] = {pick(rng), 1, -1, false};
+    const auto t0 = clock::now();
+    eng.decode(b);
+    log::info("bench: {} tokens of depth decoded in {:.1f} s", opt.depth,
+              std::chrono::duration<double>(clock::now() - t0).count());
+  }
+  auto start_sequence = [&] {
+    eng.seq_clear(0);
+    if (opt.depth > 0) eng.seq_copy(1, 0);
+  };
+  // MLA cache bytes one generated token reads at position pos: every layer's rows 0…pos.
+  const uint64_t cache_row_bytes = static_cast<uint64_t>(hp.n_mla_layers()) * (hp.kv_lora_rank + hp.n_rot) *
+                                   (eo.cache_type == model::CacheType::F16 ? 2u : 4u);
+
   // One repetition of a test: returns seconds; the weight bytes it streamed go to `bytes`.
   auto run_pp = [&](uint64_t& bytes, uint64_t& ebytes) {
-    eng.seq_clear(0);
+    start_sequence();
     std::vector<runtime::BatchToken> b(static_cast<size_t>(opt.n_prompt));
     for (size_t i = 0; i < b.size(); ++i) b[i] = {pick(rng), 0, -1, i + 1 == b.size()};
     counter->take();
@@ -197,7 +218,7 @@ BenchResult run_bench(const BenchOptions& opt) {
     return s;
   };
   auto run_tg = [&](uint64_t& bytes, uint64_t& ebytes) {
-    eng.seq_clear(0);
+    start_sequence();
     counter->take();
     const auto t0 = clock::now();
     for (int64_t i = 0; i < opt.n_gen; ++i) {
@@ -210,8 +231,9 @@ BenchResult run_bench(const BenchOptions& opt) {
     return s;
   };
 
-  auto run_test = [&](const std::string& name, int64_t np, int64_t ng, auto&& once) {
+  auto run_test = [&](std::string name, int64_t np, int64_t ng, auto&& once) {
     BenchTest t;
+    if (opt.depth > 0) name += fmt::format(" @ d{}", opt.depth);
     t.name = name;
     t.n_prompt = np;
     t.n_gen = ng;
@@ -250,6 +272,14 @@ BenchResult run_bench(const BenchOptions& opt) {
     t.bytes_per_token = static_cast<double>(t.weight_bytes) / static_cast<double>(np + ng);
     t.bytes_per_s = t.seconds_mean > 0 ? static_cast<double>(t.weight_bytes) / t.seconds_mean : 0;
     t.bw_fraction = r.membw.bytes_per_s > 0 ? t.bytes_per_s / r.membw.bytes_per_s : 0;
+    // Σ over the generated tokens of the rows each attends to: depth + 1 … depth + ng.
+    const uint64_t rows = static_cast<uint64_t>(ng) * static_cast<uint64_t>(opt.depth) +
+                          static_cast<uint64_t>(ng) * static_cast<uint64_t>(ng + 1) / 2;
+    t.cache_bytes = rows * cache_row_bytes;
+    t.cache_bytes_per_token = ng > 0 ? static_cast<double>(t.cache_bytes) / static_cast<double>(ng) : 0;
+    t.total_bytes_per_s =
+        t.seconds_mean > 0 ? static_cast<double>(t.weight_bytes + t.cache_bytes) / t.seconds_mean : 0;
+    t.roofline_fraction = r.membw.bytes_per_s > 0 ? t.total_bytes_per_s / r.membw.bytes_per_s : 0;
     {
       StoreTelemetry& io = t.io;
       const double tokens = static_cast<double>((np + ng) * opt.reps);
@@ -287,7 +317,10 @@ BenchResult run_bench(const BenchOptions& opt) {
     r.mem_bw_before = r.membw.bytes_per_s;
     r.mem_bw_after = measure_read_bandwidth(mo);
     r.membw.bytes_per_s = 0.5 * (r.mem_bw_before + r.mem_bw_after);
-    for (BenchTest& t : r.tests) t.bw_fraction = t.bytes_per_s / r.membw.bytes_per_s;
+    for (BenchTest& t : r.tests) {
+      t.bw_fraction = t.bytes_per_s / r.membw.bytes_per_s;
+      t.roofline_fraction = t.total_bytes_per_s / r.membw.bytes_per_s;
+    }
   }
   return r;
 }
@@ -310,6 +343,10 @@ std::string bench_json(const BenchResult& r, int indent) {
                      {"weight_bytes_per_token", t.bytes_per_token},
                      {"weight_bytes_per_s", t.bytes_per_s},
                      {"bandwidth_fraction", t.bw_fraction},
+                     {"cache_bytes", t.cache_bytes},
+                     {"cache_bytes_per_token", t.cache_bytes_per_token},
+                     {"total_bytes_per_s", t.total_bytes_per_s},
+                     {"roofline_fraction", t.roofline_fraction},
                      {"io",
                       {{"disk_read_bytes", t.io.disk_read_bytes},
                        {"disk_read_bytes_per_token", t.io.disk_read_bytes_per_token},
@@ -359,7 +396,7 @@ std::string bench_json(const BenchResult& r, int indent) {
         {"mem_bw_before_bytes_per_s", r.mem_bw_before},
         {"mem_bw_after_bytes_per_s", r.mem_bw_after},
         {"mem_bw_buffer_bytes", r.membw.buffer_bytes}}},
-      {"params", {{"n_threads", r.n_threads}, {"n_ubatch", r.n_ubatch}, {"reps", r.reps}}},
+      {"params", {{"n_threads", r.n_threads}, {"n_ubatch", r.n_ubatch}, {"reps", r.reps}, {"depth", r.depth}}},
       {"memory",
        {{"mode", r.memory_mode},
         {"ram_budget", r.ram_budget},
@@ -413,14 +450,24 @@ std::string bench_table(const BenchResult& r) {
                      r.mem_bw_after > 0 ? fmt::format("measured: mean of {:.2f} before and {:.2f} after the tests",
                                                       r.mem_bw_before / 1e9, r.mem_bw_after / 1e9)
                                         : r.membw.source);
+  if (r.depth > 0) {
+    uint64_t cache = 0, ng = 0;
+    for (const BenchTest& t : r.tests)
+      if (t.n_gen > 0) cache = t.cache_bytes, ng = static_cast<uint64_t>(t.n_gen);
+    s += fmt::format("depth: every test starts after {} tokens of context", r.depth);
+    if (ng > 0) s += fmt::format("; generation reads {:.2f} MiB of MLA cache per token on average", cache / 1048576.0 / ng);
+    s += "\n";
+  }
   s += fmt::format("\n| {:>8} | {:>7} | {:>3} | {:>18} | {:>10} | {:>8} | {:>7} |\n", "test", "threads",
                    "ub", "t/s", "MiB/token", "GB/s", "% bw");
   s += "| -------: | ------: | --: | -----------------: | ---------: | -------: | ------: |\n";
   for (const BenchTest& t : r.tests) {
+    // Weights and, for generation, the MLA cache rows read: the roofline counts both.
+    const double tokens = static_cast<double>(t.n_prompt + t.n_gen);
     s += fmt::format("| {:>8} | {:>7} | {:>3} | {:>18} | {:>10.2f} | {:>8.2f} | {:>7} |\n", t.name,
                      r.n_threads, r.n_ubatch, fmt::format("{:.2f} ± {:.2f}", t.tps_mean, t.tps_sd),
-                     t.bytes_per_token / 1048576.0, t.bytes_per_s / 1e9,
-                     r.membw.bytes_per_s > 0 ? fmt::format("{:.1f}%", 100 * t.bw_fraction) : "-");
+                     static_cast<double>(t.weight_bytes + t.cache_bytes) / tokens / 1048576.0, t.total_bytes_per_s / 1e9,
+                     r.membw.bytes_per_s > 0 ? fmt::format("{:.1f}%", 100 * t.roofline_fraction) : "-");
   }
   s += fmt::format("\nmemory: {}", r.memory_mode);
   if (r.cache_slots)

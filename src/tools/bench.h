@@ -44,6 +44,7 @@ struct BenchOptions {
   bool measure_disk_bw = true;  // with --ram-budget: measure O_DIRECT sequential bandwidth
   bool warmup = true;           // false: no untimed repetition (cold-start numbers)
   bool profile = false;         // time per op class over the timed repetitions (model/profile.h)
+  int64_t depth = 0;            // tokens already in the sequence when each test starts (-d)
 };
 
 // One op class of a test's profile (BenchOptions::profile): sums over the timed repetitions.
@@ -100,6 +101,12 @@ struct BenchTest {
   double bytes_per_token = 0;   // weight_bytes / tokens
   double bytes_per_s = 0;       // weight_bytes / mean seconds
   double bw_fraction = 0;       // bytes_per_s / machine bandwidth (0 when not measured)
+  // The MLA latent cache rows generation reads (tg only: each token attends to every row
+  // before it, depth included), per repetition; the roofline counts weights and cache.
+  uint64_t cache_bytes = 0;
+  double cache_bytes_per_token = 0;
+  double total_bytes_per_s = 0;     // (weight_bytes + cache_bytes) / mean seconds
+  double roofline_fraction = 0;     // total_bytes_per_s / machine bandwidth
   StoreTelemetry io;
   std::vector<OpProfile> profile;  // with --profile; empty otherwise
   double profile_seconds = 0;      // forward wall time the profile covers (all repetitions)
@@ -115,6 +122,7 @@ struct BenchResult {
   int n_threads = 0;
   int64_t n_ubatch = 0;
   int reps = 0;
+  int64_t depth = 0;
   MemBw membw;                  // bytes_per_s == 0 when not measured
   // When measured in this run: the figures before and after the tests; membw.bytes_per_s is
   // their mean (the host's bandwidth drifts; the tests ran between the two). 0 from the cache.

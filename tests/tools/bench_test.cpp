@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "golden_io.h"
 #include "gguf/file.h"
 #include "quant/types.h"
@@ -127,6 +128,32 @@ TEST(Bench, ProfileRowsAccountForTheForwardTime) {
   const auto j = nlohmann::json::parse(bench_json(r));
   EXPECT_EQ(j["tests"][1]["profile"]["ops"].size(), 9u);
   EXPECT_EQ(j["tests"][1]["profile"]["ops"][2]["op"], "KDA");
+}
+
+// -d: each test starts after `depth` tokens; generation's MLA cache reads are counted:
+// token i (1…n_gen) reads depth + i rows of every MLA layer (kv_lora_rank + n_rot floats in
+// the F32 cache), so 4 tokens read 4·20 + 10 rows after 20 tokens of depth, 10 without.
+TEST(Bench, DepthCountsTheCacheGenerationReads) {
+  BenchOptions o = small_bench(8);
+  o.measure_bw = false;
+  o.depth = 20;
+  const BenchResult r = run_bench(o);
+  ASSERT_EQ(r.tests.size(), 2u);
+  EXPECT_EQ(r.tests[0].name, "pp8 @ d20");
+  EXPECT_EQ(r.tests[1].name, "tg4 @ d20");
+  EXPECT_EQ(r.tests[0].cache_bytes, 0u);
+  const uint64_t row = r.tests[1].cache_bytes / (4 * 20 + 4 * 5 / 2);  // Σ (20 + i), i = 1…4
+  EXPECT_EQ(r.tests[1].cache_bytes, row * 90);
+  EXPECT_GT(row, 0u);
+  EXPECT_EQ(row % 4, 0u);
+  BenchOptions flat = o;
+  flat.depth = 0;
+  const BenchResult r0 = run_bench(flat);
+  EXPECT_EQ(r0.tests[1].cache_bytes, row * (4 * 5 / 2));
+  EXPECT_EQ(r0.tests[1].name, "tg4");
+  EXPECT_EQ(nlohmann::json::parse(bench_json(r))["params"]["depth"], 20);
+  o.depth = -1;
+  EXPECT_THROW(run_bench(o), Error);
 }
 
 TEST(Bench, WeightBytesSplitTheTensorTable) {
