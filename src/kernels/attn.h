@@ -1,0 +1,26 @@
+// kernels/attn: the inner loops of MLA attention over the latent cache, in float32 with
+// several accumulators (AVX2/FMA), and their plain-C twins (the *_scalar functions, the
+// reference the tests compare against).
+// Contract (any n >= 0; pointers need no alignment):
+//   dot_f32(a, b, n)            = Σ a[i]·b[i], accumulated in float in 4 × 8 lanes, the lanes
+//                                 summed at the end (not the scalar order: within float
+//                                 rounding of it, see the test's bound);
+//   axpy_f32(alpha, x, y, n)    : y[i] += alpha·x[i] (one fused multiply-add per element,
+//                                 exactly as the scalar twin with std::fma);
+//   add_f32_to_f64(x, y, n)     : y[i] += x[i]; then x[i] = 0 (folds a float block sum into
+//                                 a double total: the caller bounds how many float additions
+//                                 any value sees).
+#pragma once
+
+#include <cstdint>
+
+namespace k3::kernels {
+
+float dot_f32(const float* a, const float* b, int64_t n);
+void axpy_f32(float alpha, const float* x, float* y, int64_t n);
+void add_f32_to_f64(float* x, double* y, int64_t n);
+
+float dot_f32_scalar(const float* a, const float* b, int64_t n);
+void axpy_f32_scalar(float alpha, const float* x, float* y, int64_t n);
+
+}  // namespace k3::kernels
