@@ -6,16 +6,14 @@
 #include <vector>
 
 #include "kernels/attn.h"
+#include "random_weights.h"
 
 namespace k3::kernels {
 namespace {
 
 std::vector<float> randn(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
+  return test::random_acts(static_cast<int64_t>(n), rng);
 }
 
 // Every length class: the 32-wide body, the 8-wide tail, the scalar tail, and empty.
