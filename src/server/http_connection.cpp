@@ -23,7 +23,6 @@ Clock::duration seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(s, 0.0)));
 }
 
-// Milliseconds until `until` for poll(), rounded up so a wait never ends just short of it.
 // Linux gives each thread its own nice value (setpriority on a thread id); raising it needs
 // no privilege. Best effort: where it fails the worker simply runs at the process's priority.
 void lower_this_threads_priority(int by) {
@@ -34,6 +33,7 @@ void lower_this_threads_priority(int by) {
   if (errno == 0) (void)::setpriority(PRIO_PROCESS, tid, std::min(now + by, 19));
 }
 
+// Milliseconds until `until` for poll(), rounded up so a wait never ends just short of it.
 int ms_until(Clock::time_point until) {
   const auto left = until - Clock::now();
   if (left <= Clock::duration::zero()) return 0;
@@ -279,6 +279,11 @@ ConnectionPool::ConnectionPool(size_t base, size_t max, size_t max_queued, doubl
 
 ConnectionPool::~ConnectionPool() { shutdown(); }
 
+bool ConnectionPool::starved() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return jobs_.size() > idle_threads_;
+}
+
 // The new thread counts as idle from here: the next enqueue() must not start another one for
 // the job this one is about to take.
 void ConnectionPool::start_locked(bool extra) {
@@ -292,7 +297,6 @@ void ConnectionPool::start_locked(bool extra) {
   }
   ++live_;
   ++idle_threads_;
-  update_starved_locked();
 }
 
 void ConnectionPool::reap_locked() {
@@ -316,7 +320,6 @@ bool ConnectionPool::enqueue(std::function<void()> fn) {
     if (!started && jobs_.size() >= max_queued_) return false;
   }
   jobs_.push_back(std::move(fn));
-  update_starved_locked();
   work_.notify_one();
   return true;
 }
@@ -336,17 +339,14 @@ void ConnectionPool::worker(Threads::iterator self, bool extra) {
     std::function<void()> fn = std::move(jobs_.front());
     jobs_.pop_front();
     --idle_threads_;
-    update_starved_locked();
     lk.unlock();
     fn();
     fn = nullptr;
     lk.lock();
     ++idle_threads_;
-    update_starved_locked();
   }
   --idle_threads_;
   --live_;
-  update_starved_locked();
   finished_.splice(finished_.end(), running_, self);
   ended_.notify_all();
 }

@@ -30,7 +30,6 @@
 
 #include <httplib.h>
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -119,7 +118,7 @@ class ConnectionPool final : public httplib::TaskQueue {
   bool enqueue(std::function<void()> fn) override;
   void shutdown() override;
   // Connections are waiting that no idle thread will take: every thread is busy.
-  bool starved() const { return starved_.load(std::memory_order_relaxed); }
+  bool starved() const;
 
  private:
   using Threads = std::list<std::thread>;
@@ -130,14 +129,12 @@ class ConnectionPool final : public httplib::TaskQueue {
   const size_t max_, max_queued_;
   const std::chrono::duration<double> idle_;
   const int nice_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable work_, ended_;
   std::deque<std::function<void()>> jobs_;
   Threads running_, finished_;  // a thread moves itself to finished_ as it ends
   size_t live_ = 0, idle_threads_ = 0;
   bool stop_ = false;
-  std::atomic<bool> starved_{false};
-  void update_starved_locked() { starved_.store(jobs_.size() > idle_threads_, std::memory_order_relaxed); }
 };
 
 }  // namespace k3::server

@@ -319,7 +319,7 @@ void Scheduler::step(std::vector<Slot>& slots, std::vector<Snapshot>& snaps) {
         engine_->seq_copy(s.seq, to.seq);
         to.tokens.assign(s.job->prompt.begin(), s.job->prompt.begin() + static_cast<std::ptrdiff_t>(at));
         to.owner = s.job->cache_owner;
-        to.proven = s.from >= 0 && &to == &snaps[static_cast<size_t>(s.from)];  // a new conversation's starts unproven
+        to.proven = s.from >= 0;  // over the entry it extends (pick_snapshot); a new conversation's starts unproven
         to.last_used = n_admitted_;
       } catch (const std::exception& e) {
         log::warn("prompt cache snapshot failed (the next turn decodes in full): {}", e.what());

@@ -451,11 +451,11 @@ std::string bench_table(const BenchResult& r) {
                                                       r.mem_bw_before / 1e9, r.mem_bw_after / 1e9)
                                         : r.membw.source);
   if (r.depth > 0) {
-    uint64_t cache = 0, ng = 0;
-    for (const BenchTest& t : r.tests)
-      if (t.n_gen > 0) cache = t.cache_bytes, ng = static_cast<uint64_t>(t.n_gen);
     s += fmt::format("depth: every test starts after {} tokens of context", r.depth);
-    if (ng > 0) s += fmt::format("; generation reads {:.2f} MiB of MLA cache per token on average", cache / 1048576.0 / ng);
+    for (const BenchTest& t : r.tests)
+      if (t.n_gen > 0)
+        s += fmt::format("; generation reads {:.2f} MiB of MLA cache per token on average",
+                         t.cache_bytes_per_token / 1048576.0);
     s += "\n";
   }
   s += fmt::format("\n| {:>8} | {:>7} | {:>3} | {:>18} | {:>10} | {:>8} | {:>7} |\n", "test", "threads",
