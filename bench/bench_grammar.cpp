@@ -35,7 +35,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
 
 struct Totals {
   double mask_ms = 0, compute_ms = 0, sample_ms = 0, plain_ms = 0, accept_ms = 0;
@@ -86,20 +88,28 @@ void run_one(std::shared_ptr<const grammar::Grammar> g, std::shared_ptr<const gr
 
 void report(const char* what, Totals& t) {
   std::sort(t.per_token.begin(), t.per_token.end());
-  auto pct = [&](double p) { return t.per_token.empty() ? 0.0 : t.per_token[static_cast<size_t>(p * (t.per_token.size() - 1))]; };
+  auto pct = [&](double p) {
+    return t.per_token.empty() ? 0.0 : t.per_token[static_cast<size_t>(p * (t.per_token.size() - 1))];
+  };
   const double n = static_cast<double>(std::max<size_t>(t.tokens, 1));
-  fmt::print("{:<12} tokens {:>6}  mask/token {:.3f} ms (p50 {:.3f}, p99 {:.3f}, max {:.1f})  "
-             "first-time masks {} at {:.2f} ms each  masked sample {:.3f} ms (unconstrained {:.3f})  advance {:.4f} ms  "
-             "grammar overhead {:.3f} ms/token  runs finished {}/{}\n",
-             what, t.tokens, t.mask_ms / n, pct(0.5), pct(0.99), t.per_token.empty() ? 0.0 : t.per_token.back(),
-             t.computes, t.computes ? t.compute_ms / static_cast<double>(t.computes) : 0.0, t.sample_ms / n,
-             t.plain_ms / n, t.accept_ms / n, (t.mask_ms + t.sample_ms - t.plain_ms + t.accept_ms) / n, t.completed, t.runs);
-  fmt::print("{{\"bench\":\"grammar\",\"mode\":\"{}\",\"tokens\":{},\"mask_ms_per_token\":{:.4f},\"mask_p99_ms\":{:.4f},"
-             "\"first_time_masks\":{},\"first_time_mask_ms\":{:.3f},\"sample_ms_per_token\":{:.4f},"
-             "\"unconstrained_sample_ms_per_token\":{:.4f},\"advance_ms_per_token\":{:.4f},\"overhead_ms_per_token\":{:.4f}}}\n",
-             what, t.tokens, t.mask_ms / n, pct(0.99), t.computes,
-             t.computes ? t.compute_ms / static_cast<double>(t.computes) : 0.0, t.sample_ms / n, t.plain_ms / n,
-             t.accept_ms / n, (t.mask_ms + t.sample_ms - t.plain_ms + t.accept_ms) / n);
+  fmt::print(
+      "{:<12} tokens {:>6}  mask/token {:.3f} ms (p50 {:.3f}, p99 {:.3f}, max {:.1f})  "
+      "first-time masks {} at {:.2f} ms each  masked sample {:.3f} ms (unconstrained {:.3f})  advance {:.4f} "
+      "ms  "
+      "grammar overhead {:.3f} ms/token  runs finished {}/{}\n",
+      what, t.tokens, t.mask_ms / n, pct(0.5), pct(0.99), t.per_token.empty() ? 0.0 : t.per_token.back(),
+      t.computes, t.computes ? t.compute_ms / static_cast<double>(t.computes) : 0.0, t.sample_ms / n,
+      t.plain_ms / n, t.accept_ms / n, (t.mask_ms + t.sample_ms - t.plain_ms + t.accept_ms) / n, t.completed,
+      t.runs);
+  fmt::print(
+      "{{\"bench\":\"grammar\",\"mode\":\"{}\",\"tokens\":{},\"mask_ms_per_token\":{:.4f},\"mask_p99_ms\":{:."
+      "4f},"
+      "\"first_time_masks\":{},\"first_time_mask_ms\":{:.3f},\"sample_ms_per_token\":{:.4f},"
+      "\"unconstrained_sample_ms_per_token\":{:.4f},\"advance_ms_per_token\":{:.4f},\"overhead_ms_per_"
+      "token\":{:.4f}}}\n",
+      what, t.tokens, t.mask_ms / n, pct(0.99), t.computes,
+      t.computes ? t.compute_ms / static_cast<double>(t.computes) : 0.0, t.sample_ms / n, t.plain_ms / n,
+      t.accept_ms / n, (t.mask_ms + t.sample_ms - t.plain_ms + t.accept_ms) / n);
 }
 
 }  // namespace
@@ -125,13 +135,14 @@ int main(int argc, char** argv) {
     std::optional<server::VocabRoles> roles;
     try {
       roles = server::VocabRoles::of(*tok);
-    } catch (const k3::Error&) {
-    }
+    } catch (const k3::Error&) {}
     const int32_t end = roles ? roles->end_of_msg : (tok->eog_ids().empty() ? -1 : tok->eog_ids().front());
 
     auto t0 = Clock::now();
-    auto gv = grammar::TokenVocab::from_tokenizer(*tok, roles ? std::vector<int32_t>{roles->end_of_msg} : std::vector<int32_t>{});
-    fmt::print("vocabulary: {} tokens, trie {} nodes (built in {:.1f} ms)\n", gv->size(), gv->trie().byte.size(), ms_since(t0));
+    auto gv = grammar::TokenVocab::from_tokenizer(
+        *tok, roles ? std::vector<int32_t>{roles->end_of_msg} : std::vector<int32_t>{});
+    fmt::print("vocabulary: {} tokens, trie {} nodes (built in {:.1f} ms)\n", gv->size(),
+               gv->trie().byte.size(), ms_since(t0));
 
     std::ifstream in(schemas_path);
     std::stringstream ss;
@@ -154,7 +165,8 @@ int main(int argc, char** argv) {
       if (g_chat) run_one(g_chat, gv, end, n_tokens, seed, logits, chat);
       run_one(g_raw, gv, end, n_tokens, seed, logits, raw);
     }
-    fmt::print("{} schemas, compile (chat + raw) {:.2f} ms per schema\n", corpus.size(), compile_ms / static_cast<double>(corpus.size()));
+    fmt::print("{} schemas, compile (chat + raw) {:.2f} ms per schema\n", corpus.size(),
+               compile_ms / static_cast<double>(corpus.size()));
     if (roles) report("chat", chat);
     report("completion", raw);
     return 0;

@@ -73,9 +73,16 @@ void fill_weights(Type t, uint8_t* p, size_t bytes, int64_t cols) {
     uint8_t* b = p + off;
     switch (t) {
       case Type::MXFP4: b[0] = 124; break;
-      case Type::Q2_K: std::memcpy(b + 80, &h, 2); std::memcpy(b + 82, &h, 2); break;
+      case Type::Q2_K:
+        std::memcpy(b + 80, &h, 2);
+        std::memcpy(b + 82, &h, 2);
+        break;
       case Type::Q3_K: std::memcpy(b + 108, &h, 2); break;
-      case Type::Q4_K: case Type::Q5_K: std::memcpy(b, &h, 2); std::memcpy(b + 2, &h, 2); break;
+      case Type::Q4_K:
+      case Type::Q5_K:
+        std::memcpy(b, &h, 2);
+        std::memcpy(b + 2, &h, 2);
+        break;
       case Type::Q6_K: std::memcpy(b + 208, &h, 2); break;
       case Type::IQ1_M:
         for (int k = 0; k < 4; ++k) {
@@ -132,8 +139,8 @@ int main(int argc, char** argv) {
   size_t mb = 256;
   long chain_rows = 0, chain_cols = 0;  // --chain: decode over a run of matrices of this shape
   bool small_pages = false;
-  std::vector<Type> types = {Type::F32, Type::F16, Type::BF16, Type::Q8_0, Type::MXFP4,
-                             Type::Q2_K, Type::Q3_K, Type::Q4_K, Type::Q6_K, Type::IQ2_XXS,
+  std::vector<Type> types = {Type::F32,    Type::F16,   Type::BF16, Type::Q8_0, Type::MXFP4,
+                             Type::Q2_K,   Type::Q3_K,  Type::Q4_K, Type::Q6_K, Type::IQ2_XXS,
                              Type::IQ2_XS, Type::IQ1_S, Type::IQ1_M};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -141,12 +148,12 @@ int main(int argc, char** argv) {
     else if (a == "--mb" && i + 1 < argc) mb = static_cast<size_t>(std::atoll(argv[++i]));
     else if (a == "--small-pages") small_pages = true;
     else if (a == "--chain" && i + 1 < argc) {
-      if (std::sscanf(argv[++i], "%ldx%ld", &chain_rows, &chain_cols) != 2 || chain_rows <= 0 || chain_cols <= 0) {
+      if (std::sscanf(argv[++i], "%ldx%ld", &chain_rows, &chain_cols) != 2 || chain_rows <= 0 ||
+          chain_cols <= 0) {
         std::fprintf(stderr, "--chain wants ROWSxCOLS, e.g. 2048x2048\n");
         return 2;
       }
-    }
-    else if (a == "--types" && i + 1 < argc) {
+    } else if (a == "--types" && i + 1 < argc) {
       types.clear();
       std::string list = argv[++i];
       size_t pos = 0;
@@ -156,8 +163,10 @@ int main(int argc, char** argv) {
         pos = e + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: %s [--threads N] [--mb MiB] [--types T1,T2,...] [--chain ROWSxCOLS] [--small-pages]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--threads N] [--mb MiB] [--types T1,T2,...] [--chain ROWSxCOLS] [--small-pages]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -165,7 +174,8 @@ int main(int argc, char** argv) {
   const size_t bytes = mb << 20;
   // Weights in 2 MiB pages, as the engine holds its trunk (store/resident_trunk.h), unless
   // --small-pages asks for the 4 KiB pages of a plain file mapping.
-  uint8_t* buf = static_cast<uint8_t*>(std::aligned_alloc(2 << 20, (bytes + (2 << 20) - 1) & ~size_t((2 << 20) - 1)));
+  uint8_t* buf =
+      static_cast<uint8_t*>(std::aligned_alloc(2 << 20, (bytes + (2 << 20) - 1) & ~size_t((2 << 20) - 1)));
   if (!small_pages) madvise(buf, bytes, MADV_HUGEPAGE);
   std::memset(buf, 1, bytes);
   double bw_cpu = 0;
@@ -173,7 +183,8 @@ int main(int argc, char** argv) {
   std::printf("threads %d, read bandwidth %.2f GB/s wall, %.2f GB/s cpu-time based (%zu MiB buffer)\n",
               threads, bw, bw_cpu, mb);
   std::printf("decode: GB/s of weights, n_tok=1 (wall, and cpu-time based); prefill: GFLOP/s, n_tok=64\n");
-  std::printf("%-8s %8s %8s %8s %8s %8s %8s\n", "type", "dec-wall", "%bw", "dec-cpu", "%bw-cpu", "pf-wall", "pf-cpu");
+  std::printf("%-8s %8s %8s %8s %8s %8s %8s\n", "type", "dec-wall", "%bw", "dec-cpu", "%bw-cpu", "pf-wall",
+              "pf-cpu");
 
   if (chain_rows > 0) {
     // The decode pattern of a model: many matrices of one shape, one product each, one after
@@ -211,7 +222,8 @@ int main(int argc, char** argv) {
     fill_weights(t, buf, static_cast<size_t>(rows) * rb, cols);
     k3::kernels::WeightView w{t, buf, cols, rows, rb};
     std::vector<float> x(static_cast<size_t>(cols) * 64), y(static_cast<size_t>(rows) * 64);
-    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(next_u64() % 2001) - 1000) * 1e-3f;
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = static_cast<float>(static_cast<int>(next_u64() % 2001) - 1000) * 1e-3f;
     double best = 1e30, best_cpu = 1e30;
     for (int rep = 0; rep < 4; ++rep) {
       const auto t0 = Clock::now();
@@ -223,7 +235,8 @@ int main(int argc, char** argv) {
     const double gbs = static_cast<double>(rows) * static_cast<double>(rb) / best / 1e9;
     const double gbs_cpu = static_cast<double>(rows) * static_cast<double>(rb) / best_cpu / 1e9;
     // prefill: 64 tokens on a slice of about 8 MiB of weights
-    const int64_t prow = std::max<int64_t>(64, std::min<int64_t>(rows, static_cast<int64_t>((8u << 20) / rb)));
+    const int64_t prow =
+        std::max<int64_t>(64, std::min<int64_t>(rows, static_cast<int64_t>((8u << 20) / rb)));
     k3::kernels::WeightView wp{t, buf, cols, prow, rb};
     double pbest = 1e30, pbest_cpu = 1e30;
     for (int rep = 0; rep < 3; ++rep) {

@@ -19,7 +19,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     k3::gguf::Census c = k3::gguf::take_census(*f);
     sink += k3::gguf::census_json(c, -1).size();
     if (sink == 1) return 0;  // keep the work observable
-  } catch (const k3::Error&) {
-  }
+  } catch (const k3::Error&) {}
   return 0;
 }

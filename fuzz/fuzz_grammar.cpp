@@ -64,7 +64,8 @@ void run_matcher(std::shared_ptr<const grammar::Grammar> g, std::string_view fee
   try {
     m = std::make_unique<grammar::GrammarMatcher>(g, vocab(), lim);
   } catch (const k3::Error& e) {
-    if (!documented_limit(e) && std::string(e.what()).find("no special token") == std::string::npos) bug(e.what());
+    if (!documented_limit(e) && std::string(e.what()).find("no special token") == std::string::npos)
+      bug(e.what());
     return;
   }
   const auto& v = *vocab();
@@ -75,7 +76,8 @@ void run_matcher(std::shared_ptr<const grammar::Grammar> g, std::string_view fee
       for (size_t w = 0; w < mask.size() && first < 0; ++w)
         if (mask[w]) first = static_cast<int32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(mask[w])));
       if (first < 0) bug("an empty mask before the end");
-      int32_t t = i < feed.size() ? static_cast<int32_t>(static_cast<unsigned char>(feed[i]) % v.size()) : first;
+      int32_t t =
+          i < feed.size() ? static_cast<int32_t>(static_cast<unsigned char>(feed[i]) % v.size()) : first;
       if (!((mask[static_cast<size_t>(t) >> 6] >> (t & 63)) & 1)) t = first;
       if (!m->allows(t)) bug("allows() disagrees with the mask");
       m->accept(t);
@@ -91,7 +93,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2 || size > 4096) return 0;
   const std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
   const size_t split = in.find('\x01');
-  const std::string_view text = in.substr(0, split), feed = split == std::string_view::npos ? "" : in.substr(split + 1);
+  const std::string_view text = in.substr(0, split),
+                         feed = split == std::string_view::npos ? "" : in.substr(split + 1);
   if (data[0] & 1) {
     std::optional<text::Json> schema = text::try_parse_json_exact(text);
     if (!schema) return 0;
@@ -114,9 +117,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::shared_ptr<const grammar::Grammar> g;
     try {
       g = std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(text));
-    } catch (const k3::Error&) {
-      return 0;
-    }
+    } catch (const k3::Error&) { return 0; }
     run_matcher(g, feed);
   }
   return 0;

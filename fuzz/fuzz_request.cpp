@@ -41,9 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   text::Json req;
   try {
     req = server::parse_body(body);
-  } catch (const server::ApiError&) {
-    return 0;
-  } catch (const std::exception& e) {
+  } catch (const server::ApiError&) { return 0; } catch (const std::exception& e) {
     bug(e.what());
   }
   for (int which = 0; which < 3; ++which) {
@@ -61,9 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     } catch (const server::ApiError&) {
     } catch (const k3::Error&) {
-    } catch (const std::exception& e) {
-      bug(e.what());
-    }
+    } catch (const std::exception& e) { bug(e.what()); }
   }
   return 0;
 }

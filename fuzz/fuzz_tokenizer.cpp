@@ -37,9 +37,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t mode = data[0];
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
 
-  constexpr PreTokenizer kinds[] = {PreTokenizer::KimiK2,        PreTokenizer::Gpt2,      PreTokenizer::Llama3,
-                                    PreTokenizer::DeepseekLlm,   PreTokenizer::DeepseekCoder,
-                                    PreTokenizer::Starcoder,     PreTokenizer::Falcon};
+  constexpr PreTokenizer kinds[] = {
+      PreTokenizer::KimiK2,        PreTokenizer::Gpt2,      PreTokenizer::Llama3, PreTokenizer::DeepseekLlm,
+      PreTokenizer::DeepseekCoder, PreTokenizer::Starcoder, PreTokenizer::Falcon};
   const PreTokenizer kind = kinds[mode % 7];
   size_t total = 0;
   for (auto p : pretokenize(kind, text)) {

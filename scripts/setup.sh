@@ -17,7 +17,7 @@ PKGS=(
   libfmt-dev nlohmann-json3-dev libcli11-dev liburing-dev
   zlib1g-dev libbrotli-dev       # gzip/br request bodies (cpp-httplib is vendored: third_party/)
   libgtest-dev libgmock-dev libbenchmark-dev
-  clang python3
+  clang clang-format python3
   libjs-marked node-dompurify    # the chat page's markdown renderer and HTML sanitiser
   chromium                       # its browser test (tests/webui)
 )

@@ -11,17 +11,17 @@
 #include "cli/legacy_flags.h"
 #include "cli/memory_flags.h"
 #include "cli/parse_args.h"
-#include "tools/bench.h"
+#include "tools/bench/bench.h"
 
 namespace k3::cli {
 
 int cmd_bench(int argc, char** argv) {
-  CLI::App app{"Measure prompt-processing and generation throughput against the memory roofline",
-               "k3 bench"};
+  CLI::App app{"Measure prompt-processing and generation throughput against the memory roofline", "k3 bench"};
   tools::BenchOptions o;
   bool json = false, no_bw = false;
   app.add_option("-m,--model", o.model_path, "GGUF model file (first shard of a split set)")->required();
-  app.add_option("-p,--n-prompt", o.n_prompt, "prompt tokens for the pp test (0: skip)")->capture_default_str();
+  app.add_option("-p,--n-prompt", o.n_prompt, "prompt tokens for the pp test (0: skip)")
+      ->capture_default_str();
   app.add_option("-n,--n-gen", o.n_gen, "generated tokens for the tg test (0: skip)")->capture_default_str();
   app.add_option("-t,--threads", o.n_threads, "worker threads (0: machine default)")->capture_default_str();
   app.add_option("--ubatch-size", o.n_ubatch, "tokens per forward micro-batch")->capture_default_str();
@@ -31,19 +31,22 @@ int cmd_bench(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("-r,--repetitions", o.reps, "timed repetitions per test")->capture_default_str();
   app.add_flag("--json", json, "print the result as JSON (docs/bench.md)");
-  app.add_flag("--remeasure-bw", o.remeasure_bw,
-               "measure memory bandwidth again (before and after the tests; the roofline uses the mean) and update "
-               "the cache");
+  app.add_flag(
+      "--remeasure-bw", o.remeasure_bw,
+      "measure memory bandwidth again (before and after the tests; the roofline uses the mean) and update "
+      "the cache");
   app.add_flag("--no-bw", no_bw, "skip the memory-bandwidth roofline");
   app.add_option("--bw-cache", o.bw_cache_path, "bandwidth cache file (default ~/.cache/k3/membw.json)");
   MemoryFlags mem_flags;
   add_memory_flags(app, mem_flags);
   bool no_disk_bw = false, no_warmup = false;
   app.add_flag("--no-warmup", no_warmup, "skip the untimed warm-up repetition (cold-start numbers)");
-  app.add_flag("--no-disk-bw", no_disk_bw, "with --ram-budget: skip measuring the disk's O_DIRECT read bandwidth");
-  app.add_flag("--profile", o.profile,
-               "also time each op class (embedding, attnres + norms, KDA, MLA, dense FFN, MoE router + input, "
-               "MoE experts, output head) and the matrix products inside it, over the timed repetitions");
+  app.add_flag("--no-disk-bw", no_disk_bw,
+               "with --ram-budget: skip measuring the disk's O_DIRECT read bandwidth");
+  app.add_flag(
+      "--profile", o.profile,
+      "also time each op class (embedding, attnres + norms, KDA, MLA, dense FFN, MoE router + input, "
+      "MoE experts, output head) and the matrix products inside it, over the timed repetitions");
   LegacyFlags args(argc, argv, {{"-ub", "--ubatch-size"}});
   if (auto rc = parse_args(app, args.argc(), args.argv())) return *rc;
   o.measure_bw = !no_bw;

@@ -175,10 +175,10 @@ struct ChatOptions {
   int64_t n_ubatch = 512;
   int64_t reasoning_budget = -1;
   std::string reasoning_budget_message;
-  runtime::SamplerParams sampler;  // seed: the first answer's; answer i uses seed + i
-  Json vars = Json::object();      // template variables (thinking, thinking_effort)
-  Json tools;                      // OpenAI tools array or null
-  Json constraint = Json::object(); // {"grammar": …} or {"json_schema": …} (--grammar, --json-schema)
+  runtime::SamplerParams sampler;    // seed: the first answer's; answer i uses seed + i
+  Json vars = Json::object();        // template variables (thinking, thinking_effort)
+  Json tools;                        // OpenAI tools array or null
+  Json constraint = Json::object();  // {"grammar": …} or {"json_schema": …} (--grammar, --json-schema)
 };
 
 struct TurnStats {
@@ -262,7 +262,8 @@ class ChatSession {
     text::OutputParser parser(po);
     std::optional<text::ReasoningBudget> budget;
     if (opt_.reasoning_budget >= 0 && thinking)
-      budget.emplace(text::ReasoningBudgetOptions{opt_.reasoning_budget, opt_.reasoning_budget_message, true}, true);
+      budget.emplace(text::ReasoningBudgetOptions{opt_.reasoning_budget, opt_.reasoning_budget_message, true},
+                     true);
     std::deque<int32_t> forced;
     // --grammar / --json-schema / strict tools: the constraint a chat request with those
     // fields gets from k3 serve (the reasoning stays free).
@@ -312,7 +313,8 @@ class ChatSession {
       sampler.accept(t);
       text::TokenKind kind = roles_.kind(tok_, t);
       const std::string& piece = tok_.token_bytes(t);
-      if (budget) budget->observe(kind, kind == text::TokenKind::Text ? std::string_view(piece) : std::string_view());
+      if (budget)
+        budget->observe(kind, kind == text::TokenKind::Text ? std::string_view(piece) : std::string_view());
       if (kind == text::TokenKind::Eog) {
         if (!opt_.ignore_eos) {
           st.stop = "eog";
@@ -351,7 +353,8 @@ class ChatSession {
     if (!r.tool_calls.empty()) {
       Json calls = Json::array();
       for (const text::ToolCall& c : r.tool_calls)
-        calls.push_back(Json{{"id", c.id}, {"type", "function"},
+        calls.push_back(Json{{"id", c.id},
+                             {"type", "function"},
                              {"function", Json{{"name", c.name}, {"arguments", c.arguments}}}});
       m["tool_calls"] = std::move(calls);
     }
@@ -387,7 +390,8 @@ class ChatSession {
     size_t split = 0;
     if (hist.size() < segs.size() && std::equal(hist.begin(), hist.end(), segs.begin())) split = hist.size();
     // Segments tokenize independently, so the history's tokens are the prompt's first ones.
-    prompt = server::tokenize_segments(tok_, {segs.begin(), segs.begin() + static_cast<std::ptrdiff_t>(split)});
+    prompt =
+        server::tokenize_segments(tok_, {segs.begin(), segs.begin() + static_cast<std::ptrdiff_t>(split)});
     snapshot_at = split ? prompt.size() : 0;
     std::vector<int32_t> rest =
         server::tokenize_segments(tok_, {segs.begin() + static_cast<std::ptrdiff_t>(split), segs.end()});
@@ -404,7 +408,8 @@ class ChatSession {
   // a proper prefix only, since the last prompt token must be decoded for its logits.
   size_t reuse(const std::vector<int32_t>& prompt) {
     auto prefix_of = [&](const std::vector<int32_t>& held) {
-      return !held.empty() && held.size() < prompt.size() && std::equal(held.begin(), held.end(), prompt.begin());
+      return !held.empty() && held.size() < prompt.size() &&
+             std::equal(held.begin(), held.end(), prompt.begin());
     };
     // Defensive: the bookkeeping must match the engine, else nothing is trusted.
     if (engine_.seq_pos(0) != static_cast<int64_t>(held_.size())) {
@@ -528,14 +533,17 @@ int cmd_chat(int argc, char** argv) {
                  "think tokens per answer before the reasoning is closed for it (default -1: unlimited)");
   app.add_option("--reasoning-budget-message", co.reasoning_budget_message,
                  "text written into the reasoning before a forced close (default none)");
-  app.add_option("--tools", tools_path, "OpenAI tools array JSON the model may call (calls are shown, not run)");
+  app.add_option("--tools", tools_path,
+                 "OpenAI tools array JSON the model may call (calls are shown, not run)");
   app.add_option("-n,--max-tokens,--n-predict", co.max_tokens,
                  "tokens per answer (default 1024; -1: until the end of the turn or a full context)");
   add_sampling_flags(app, sp);
-  app.add_option("--seed", seed, "sampling seed of the first answer, the next ones use seed+1, … "
-                                 "(default: random, printed)");
+  app.add_option("--seed", seed,
+                 "sampling seed of the first answer, the next ones use seed+1, … "
+                 "(default: random, printed)");
   app.add_option("-t,--threads", threads, "threads (default: the machine's default)");
-  app.add_option("-c,--ctx-size,--ctx", n_ctx, "context size in tokens, the whole conversation (default 4096; 0: the model's)");
+  app.add_option("-c,--ctx-size,--ctx", n_ctx,
+                 "context size in tokens, the whole conversation (default 4096; 0: the model's)");
   app.add_option("-u,--ubatch", co.n_ubatch, "prompt tokens per forward micro-batch (default 512)");
   app.add_option("--cache-type", cache_type, "MLA cache precision: f32 or f16 (default f32)");
   app.add_flag("--no-prompt-cache", no_prompt_cache,
@@ -564,9 +572,7 @@ int cmd_chat(int argc, char** argv) {
     text::ThinkingSetting s;
     try {
       s = text::map_reasoning_effort(effort);
-    } catch (const Error& e) {
-      return usage(fmt::format("--reasoning-effort: {}", e.what()));
-    }
+    } catch (const Error& e) { return usage(fmt::format("--reasoning-effort: {}", e.what())); }
     thinking = thinking && s.thinking;
     if (thinking) co.vars["thinking_effort"] = s.effort;
   }
@@ -581,9 +587,7 @@ int cmd_chat(int argc, char** argv) {
   sp.seed = *seed;
   try {
     runtime::Sampler check(sp);
-  } catch (const Error& e) {
-    return usage(e.what());
-  }
+  } catch (const Error& e) { return usage(e.what()); }
   co.prompt_cache = !no_prompt_cache;
 
   const bool in_tty = ::isatty(0) == 1;
@@ -616,9 +620,7 @@ int cmd_chat(int argc, char** argv) {
     if (!co.tools.is_null()) req["tools"] = co.tools;
     try {
       server::chat_constraint(req, thinking, *tok);
-    } catch (const server::ApiError& e) {
-      fail("{}", e.what());
-    }
+    } catch (const server::ApiError& e) { fail("{}", e.what()); }
   }
 
   // The engine's and the expert store's threads are started with SIGINT blocked, so the
@@ -649,14 +651,13 @@ int cmd_chat(int argc, char** argv) {
   // Checked once before the first message, so a template error shows at start.
   try {
     chat.check_renders(chat.messages);
-  } catch (const Error& e) {
-    fail("the chat template rejects these settings: {}", e.what());
-  }
+  } catch (const Error& e) { fail("the chat template rejects these settings: {}", e.what()); }
 
   fmt::print(stderr, "k3 chat: {} | context {} | seed {} | {} threads | thinking {}\n", shown_name,
              engine.n_ctx(), *seed, engine.pool().size(), thinking ? "on" : "off");
   if (in_tty)
-    fmt::print(stderr, "type a message and Enter; /help for commands; Ctrl-C stops an answer, Ctrl-D leaves\n");
+    fmt::print(stderr,
+               "type a message and Enter; /help for commands; Ctrl-C stops an answer, Ctrl-D leaves\n");
   std::fflush(stderr);
 
   // The prompt goes where the user looks: the terminal, even when the answers are piped.
@@ -686,24 +687,27 @@ int cmd_chat(int argc, char** argv) {
     const int base = sig_seen;
     AnswerPrinter printer(color, out_tty);
     std::string err;
-    std::optional<TurnStats> st = chat.answer(printer, [&] { return g_sigints.load() != base; }, err);
+    std::optional<TurnStats> st = chat.answer(
+        printer, [&] { return g_sigints.load() != base; }, err);
     if (!st) {
       error(err);
       return true;
     }
     int extra = g_sigints.load() - base;
-    if (st->stop == "interrupted" && st->n_generated == 0 && chat.messages.back().value("role", "") != "assistant") {
+    if (st->stop == "interrupted" && st->n_generated == 0 &&
+        chat.messages.back().value("role", "") != "assistant") {
       note("[stopped before the answer began]");
     } else if (st->stop == "interrupted") {
       note("[answer stopped by Ctrl-C: what was generated is kept; Ctrl-C again to leave]");
     }
     double ptime = st->prompt_seconds;
     int64_t n_decoded = st->n_prompt - st->n_cached;
-    note(fmt::format("[prompt {} tokens ({} cached), {:.1f} tok/s | answer {} tokens, {:.1f} tok/s | "
-                     "context {}/{} | stop: {}]",
-                     st->n_prompt, st->n_cached, ptime > 0 ? n_decoded / ptime : 0.0, st->n_generated,
-                     st->gen_seconds > 0 ? st->n_generated / st->gen_seconds : 0.0, chat.context_used(),
-                     chat.n_ctx(), st->stop));
+    note(
+        fmt::format("[prompt {} tokens ({} cached), {:.1f} tok/s | answer {} tokens, {:.1f} tok/s | "
+                    "context {}/{} | stop: {}]",
+                    st->n_prompt, st->n_cached, ptime > 0 ? n_decoded / ptime : 0.0, st->n_generated,
+                    st->gen_seconds > 0 ? st->n_generated / st->gen_seconds : 0.0, chat.context_used(),
+                    chat.n_ctx(), st->stop));
     sig_seen = g_sigints.load();
     if (st->stop == "interrupted") {
       // A second Ctrl-C leaves: two before the answer noticed the first, or one within a
@@ -781,9 +785,7 @@ int cmd_chat(int argc, char** argv) {
         try {
           save_messages(chat.messages, arg);
           note(fmt::format("[saved {} messages to {}]", chat.messages.size(), arg));
-        } catch (const Error& e) {
-          error(e.what());
-        }
+        } catch (const Error& e) { error(e.what()); }
       } else if (cmd == "/load") {
         if (arg.empty()) {
           error("/load needs a file name: /load FILE");
@@ -800,9 +802,7 @@ int cmd_chat(int argc, char** argv) {
           }
           chat.messages = std::move(msgs);
           note(fmt::format("[loaded {} messages from {}]", chat.messages.size(), arg));
-        } catch (const Error& e) {
-          error(fmt::format("{} (the conversation is unchanged)", e.what()));
-        }
+        } catch (const Error& e) { error(fmt::format("{} (the conversation is unchanged)", e.what())); }
       } else if (cmd == "/regen") {
         Json& msgs = chat.messages;
         Json dropped;

@@ -36,8 +36,7 @@ void check_model_template(const std::string& model_path) {
   const gguf::Value* v = file->find("tokenizer.chat_template");
   std::optional<std::string_view> tpl;
   if (v) {
-    if (v->type != gguf::ValueType::STRING)
-      fail("{}: tokenizer.chat_template is not a string", model_path);
+    if (v->type != gguf::ValueType::STRING) fail("{}: tokenizer.chat_template is not a string", model_path);
     tpl = v->as_string();
   }
   text::TemplateCheck c = text::check_chat_template(tpl);
@@ -57,8 +56,9 @@ int cmd_chat_render(int argc, char** argv) {
   std::string model, input, tools_path, effort, tool_choice;
   bool no_think = false, no_gen = false, jinja = false, segments = false;
   app.add_option("-m,--model", model, "GGUF model whose tokenizer.chat_template is checked (optional)");
-  app.add_option("input", input, "messages JSON: an array of messages, or a request object "
-                                  "{\"messages\":..., \"tools\":..., ...}; - for stdin")
+  app.add_option("input", input,
+                 "messages JSON: an array of messages, or a request object "
+                 "{\"messages\":..., \"tools\":..., ...}; - for stdin")
       ->required();
   app.add_option("--tools", tools_path, "OpenAI tools array JSON (overrides the request's tools)");
   app.add_flag("--no-think", no_think, "thinking off: no think blocks, prompt opens the response channel");

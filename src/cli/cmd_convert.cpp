@@ -1,5 +1,5 @@
 // cli/cmd_convert: `k3 convert HF_DIR -o OUT.gguf [--outtype ...] [--split-max-size S]` — a
-// Kimi-K3 Hugging Face checkpoint to a kimi-k3 GGUF (tools/convert.h). See docs/convert.md.
+// Kimi-K3 Hugging Face checkpoint to a kimi-k3 GGUF (tools/convert/convert.h). See docs/convert.md.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -8,8 +8,8 @@
 #include "cli/commands.h"
 #include "cli/parse_args.h"
 #include "core/error.h"
-#include "tools/convert.h"
-#include "tools/split.h"
+#include "tools/convert/convert.h"
+#include "tools/split/split.h"
 
 namespace k3::cli {
 
@@ -18,8 +18,10 @@ int cmd_convert(int argc, char** argv) {
   tools::ConvertOptions o;
   std::string outtype = "bf16", size;
   bool quiet = false, no_progress = false;
-  app.add_option("hf_dir", o.hf_dir, "checkpoint directory: config.json, *.safetensors, tiktoken.model")->required();
-  app.add_option("-o,--output", o.out_path, "output GGUF (with --split-max-size: the first shard's prefix)")->required();
+  app.add_option("hf_dir", o.hf_dir, "checkpoint directory: config.json, *.safetensors, tiktoken.model")
+      ->required();
+  app.add_option("-o,--output", o.out_path, "output GGUF (with --split-max-size: the first shard's prefix)")
+      ->required();
   app.add_option("--outtype", outtype, "type of the 2-D/3-D weights: bf16 (default), f16, q8_0, f32")
       ->check(CLI::IsMember({"bf16", "f16", "q8_0", "f32"}, CLI::ignore_case));
   app.add_option("--split-max-size", size, "largest shard (tensor data), e.g. 45G, 500M (decimal units)");
@@ -36,10 +38,11 @@ int cmd_convert(int argc, char** argv) {
   tools::ConvertResult r = tools::convert_hf(o);
   if (!quiet) {
     for (const std::string& f : r.files) fmt::print("{}\n", f);
-    fmt::print("{} tensors ({} MXFP4 repacked losslessly), {} tokens, {} merges; read {:.1f} MB, wrote {:.1f} MB "
-               "in {:.2f} s ({:.0f} MB/s)\n",
-               r.n_tensors, r.n_mxfp4, r.n_tokens, r.n_merges, r.bytes_in / 1e6, r.bytes_out / 1e6, r.seconds,
-               r.seconds > 0 ? r.bytes_in / 1e6 / r.seconds : 0.0);
+    fmt::print(
+        "{} tensors ({} MXFP4 repacked losslessly), {} tokens, {} merges; read {:.1f} MB, wrote {:.1f} MB "
+        "in {:.2f} s ({:.0f} MB/s)\n",
+        r.n_tensors, r.n_mxfp4, r.n_tokens, r.n_merges, r.bytes_in / 1e6, r.bytes_out / 1e6, r.seconds,
+        r.seconds > 0 ? r.bytes_in / 1e6 / r.seconds : 0.0);
   }
   return 0;
 }

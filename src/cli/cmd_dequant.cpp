@@ -49,8 +49,7 @@ void write_stdout(const float* p, size_t n) {
 }  // namespace
 
 int cmd_dequant(int argc, char** argv) {
-  CLI::App app{"Write one tensor as raw little-endian float32 (GGUF element order, no header)",
-               "k3 dequant"};
+  CLI::App app{"Write one tensor as raw little-endian float32 (GGUF element order, no header)", "k3 dequant"};
   std::string model, model_opt, name, out_path;
   app.add_option("model", model, "GGUF file (the first shard of a split set)");
   app.add_option("-m,--model", model_opt, "same as the positional MODEL");
@@ -85,10 +84,8 @@ int cmd_dequant(int argc, char** argv) {
       quant::dequantize_row(t->type, t->data + static_cast<size_t>(r0 + r) * row_bytes,
                             buf.data() + static_cast<size_t>(r * ne0), ne0);
     size_t count = static_cast<size_t>(nr * ne0);
-    if (out)
-      out->write(buf.data(), count * sizeof(float));
-    else
-      write_stdout(buf.data(), count);
+    if (out) out->write(buf.data(), count * sizeof(float));
+    else write_stdout(buf.data(), count);
   }
   if (out) out->commit();
   return 0;

@@ -14,8 +14,8 @@
 #include "model/model.h"
 #include "runtime/eval_logits.h"
 #include "text/tokenizer.h"
-#include "tools/imatrix.h"
-#include "tools/chat_corpus.h"
+#include "tools/imatrix/imatrix.h"
+#include "tools/imatrix/chat_corpus.h"
 
 namespace k3::cli {
 int cmd_imatrix(int argc, char** argv) {
@@ -24,12 +24,15 @@ int cmd_imatrix(int argc, char** argv) {
   std::string model_path, text_file, tokens_file, out_path;
   tools::ImatrixOptions opt;
   app.add_option("-m,--model", model_path, "GGUF model file")->required();
-  auto* f_opt = app.add_option("-f,--file", text_file, "calibration text, tokenized with the model's vocabulary");
-  auto* t_opt = app.add_option("--tokens-file", tokens_file, "file of token ids (commas/whitespace), used as they are");
+  auto* f_opt =
+      app.add_option("-f,--file", text_file, "calibration text, tokenized with the model's vocabulary");
+  auto* t_opt =
+      app.add_option("--tokens-file", tokens_file, "file of token ids (commas/whitespace), used as they are");
   std::string chat_file;
-  auto* c_opt = app.add_option("--chat", chat_file,
-                               "calibration chats, one JSON object per line ({\"messages\": [...]}, OpenAI style; "
-                               "reasoning_content and tools allowed), rendered through the chat template");
+  auto* c_opt =
+      app.add_option("--chat", chat_file,
+                     "calibration chats, one JSON object per line ({\"messages\": [...]}, OpenAI style; "
+                     "reasoning_content and tools allowed), rendered through the chat template");
   f_opt->excludes(t_opt);
   c_opt->excludes(f_opt)->excludes(t_opt);
   app.footer(
@@ -67,7 +70,9 @@ int cmd_imatrix(int argc, char** argv) {
 
   std::unique_ptr<Progress> bar;
   opt.progress = [&](int64_t done, int64_t total) {
-    if (!bar) bar = std::make_unique<Progress>(static_cast<uint64_t>(total), "imatrix", !no_progress, ProgressUnit::tokens);
+    if (!bar)
+      bar = std::make_unique<Progress>(static_cast<uint64_t>(total), "imatrix", !no_progress,
+                                       ProgressUnit::tokens);
     bar->set(static_cast<uint64_t>(done));
   };
   const tools::ImatrixResult r = tools::collect_imatrix(model, tokens, opt);

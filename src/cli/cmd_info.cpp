@@ -42,7 +42,9 @@ std::string short_bytes(uint64_t n) {
   return u == 0 ? fmt::format("{} B", n) : fmt::format("{:.2f} {}", x, units[u]);
 }
 
-double pct(uint64_t a, uint64_t b) { return b ? 100.0 * static_cast<double>(a) / static_cast<double>(b) : 0.0; }
+double pct(uint64_t a, uint64_t b) {
+  return b ? 100.0 * static_cast<double>(a) / static_cast<double>(b) : 0.0;
+}
 
 void print_human(const gguf::GgufFile& f, const gguf::Census& c, bool list_kv, bool list_tensors) {
   using gguf::with_commas;
@@ -55,15 +57,17 @@ void print_human(const gguf::GgufFile& f, const gguf::Census& c, bool list_kv, b
   if (!c.general_type.empty()) row("type", c.general_type);
   if (c.file_type >= 0) row("file_type", fmt::format("{}", c.file_type));
   if (!c.tokenizer_model.empty() || c.vocab_size >= 0)
-    row("tokenizer", fmt::format("{}{}", c.tokenizer_model.empty() ? "?" : c.tokenizer_model,
-                                 c.vocab_size >= 0 ? fmt::format(", {} tokens", with_commas(c.vocab_size)) : ""));
+    row("tokenizer",
+        fmt::format("{}{}", c.tokenizer_model.empty() ? "?" : c.tokenizer_model,
+                    c.vocab_size >= 0 ? fmt::format(", {} tokens", with_commas(c.vocab_size)) : ""));
   row("metadata", fmt::format("{} keys", c.kv_count));
   if (c.tensor_count == 0) {
     row("tensors", "0 (metadata-only file, e.g. a vocabulary)");
   } else {
     row("tensors", with_commas(c.tensor_count));
     row("params", fmt::format("{} ({})", with_commas(c.params), short_count(c.params)));
-    row("tensor data", fmt::format("{} bytes ({})", with_commas(c.tensor_bytes), short_bytes(c.tensor_bytes)));
+    row("tensor data",
+        fmt::format("{} bytes ({})", with_commas(c.tensor_bytes), short_bytes(c.tensor_bytes)));
     row("bpw", fmt::format("{:.4f} (tensor data), {:.4f} (whole file)", c.bpw, c.bpw_file));
   }
 
@@ -145,8 +149,7 @@ void print_human(const gguf::GgufFile& f, const gguf::Census& c, bool list_kv, b
 }  // namespace
 
 int cmd_info(int argc, char** argv) {
-  CLI::App app{"Census of a GGUF model: hyperparameters, layers, tensor types, experts, size",
-               "k3 info"};
+  CLI::App app{"Census of a GGUF model: hyperparameters, layers, tensor types, experts, size", "k3 info"};
   std::string model, model_opt;
   bool json = false, list_kv = false, list_tensors = false, no_shards = false;
   app.add_option("model", model, "GGUF file (the first shard of a split set)");
@@ -165,10 +168,8 @@ int cmd_info(int argc, char** argv) {
   opt.load_shards = !no_shards;
   auto f = gguf::GgufFile::open(model, opt);
   gguf::Census c = gguf::take_census(*f);
-  if (json)
-    fmt::print("{}\n", gguf::census_json(c, 2));
-  else
-    print_human(*f, c, list_kv, list_tensors);
+  if (json) fmt::print("{}\n", gguf::census_json(c, 2));
+  else print_human(*f, c, list_kv, list_tensors);
   return 0;
 }
 

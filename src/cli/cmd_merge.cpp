@@ -1,5 +1,5 @@
 // cli/cmd_merge: `k3 merge FIRST_SHARD OUT` — join a split GGUF model into one file
-// (tools/split.h). See docs/split.md.
+// (tools/split/split.h). See docs/split.md.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include "cli/commands.h"
 #include "cli/parse_args.h"
 #include "core/error.h"
-#include "tools/split.h"
+#include "tools/split/split.h"
 
 namespace k3::cli {
 

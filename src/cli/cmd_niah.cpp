@@ -92,10 +92,9 @@ int64_t parse_length(const std::string& s) {
   long long v = 0;
   try {
     v = std::stoll(num, &used);
-  } catch (...) {
-    used = std::string::npos;
-  }
-  if (used != num.size() || v <= 0 || v > (1LL << 22)) fail("--lengths: '{}' is not a length like 512 or 4k", s);
+  } catch (...) { used = std::string::npos; }
+  if (used != num.size() || v <= 0 || v > (1LL << 22))
+    fail("--lengths: '{}' is not a length like 512 or 4k", s);
   return v * mul;
 }
 
@@ -169,34 +168,31 @@ int cmd_niah(int argc, char** argv) {
   store::MemoryOptions mem;
   std::vector<std::string> sentences;
   try {  // argument errors are usage errors (exit 2)
-  for (const auto& s : split_list(lengths_arg)) lengths.push_back(parse_length(s));
-  for (const auto& s : split_list(depths_arg)) {
-    size_t used = 0;
-    double d = -1;
-    try {
-      d = std::stod(s, &used);
-    } catch (...) {
-      used = std::string::npos;
+    for (const auto& s : split_list(lengths_arg)) lengths.push_back(parse_length(s));
+    for (const auto& s : split_list(depths_arg)) {
+      size_t used = 0;
+      double d = -1;
+      try {
+        d = std::stod(s, &used);
+      } catch (...) { used = std::string::npos; }
+      if (used != s.size() || !(d >= 0 && d <= 1)) fail("--depths: '{}' is not a number in [0, 1]", s);
+      depths.push_back(d);
     }
-    if (used != s.size() || !(d >= 0 && d <= 1)) fail("--depths: '{}' is not a number in [0, 1]", s);
-    depths.push_back(d);
-  }
-  if (lengths.empty() || depths.empty()) fail("--lengths and --depths need at least one value each");
-  if (std::string err = to_memory_options(mem_flags, mem); !err.empty()) fail("{}", err);
-  std::string filler = kFiller;
-  if (!haystack_path.empty()) {
-    filler = read_file(haystack_path, kNoReadLimit, "--haystack");
-  }
-  sentences = split_sentences(filler);
-  if (sentences.empty()) fail("--haystack: {} has no text", haystack_path);
+    if (lengths.empty() || depths.empty()) fail("--lengths and --depths need at least one value each");
+    if (std::string err = to_memory_options(mem_flags, mem); !err.empty()) fail("{}", err);
+    std::string filler = kFiller;
+    if (!haystack_path.empty()) { filler = read_file(haystack_path, kNoReadLimit, "--haystack"); }
+    sentences = split_sentences(filler);
+    if (sentences.empty()) fail("--haystack: {} has no text", haystack_path);
   } catch (const Error& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 2;
   }
 
-
-  std::shared_ptr<model::Model> model = model_path.empty() ? load_embedded_model() : model::Model::load(model_path);
-  const std::string shown = model_path.empty() ? std::string("(embedded ") + kEmbeddedModelName + ")" : model_path;
+  std::shared_ptr<model::Model> model =
+      model_path.empty() ? load_embedded_model() : model::Model::load(model_path);
+  const std::string shown =
+      model_path.empty() ? std::string("(embedded ") + kEmbeddedModelName + ")" : model_path;
   const gguf::GgufFile& file = model->gguf();
   if (!file.find("tokenizer.ggml.tokens")) fail("{} has no vocabulary", shown);
   auto tok = text::Tokenizer::from_gguf(file);
@@ -217,9 +213,11 @@ int cmd_niah(int argc, char** argv) {
   auto render = [&](const std::string& content) {
     nlohmann::json req = {{"messages", nlohmann::json::array({{{"role", "user"}, {"content", content}}})},
                           {"chat_template_kwargs", {{"thinking", think}}}};
-    return server::tokenize_segments(*tok, text::render_chat_segments(text::chat_input_from_request(req, true)));
+    return server::tokenize_segments(*tok,
+                                     text::render_chat_segments(text::chat_input_from_request(req, true)));
   };
-  const int64_t overhead = static_cast<int64_t>(render(std::string("The pass key is 12345. Remember it. 12345 is the pass key. ") + kQuestion).size());
+  const int64_t overhead = static_cast<int64_t>(
+      render(std::string("The pass key is 12345. Remember it. 12345 is the pass key. ") + kQuestion).size());
 
   std::mt19937_64 rng(seed);
   std::vector<Cell> cells;
@@ -248,7 +246,8 @@ int cmd_niah(int argc, char** argv) {
         const size_t at = static_cast<size_t>(std::llround(depth * static_cast<double>(picked.size())));
         std::string content;
         for (size_t i = 0; i <= picked.size(); ++i) {
-          if (i == at) content += fmt::format("The pass key is {0}. Remember it. {0} is the pass key. ", c.key);
+          if (i == at)
+            content += fmt::format("The pass key is {0}. Remember it. {0} is the pass key. ", c.key);
           if (i < picked.size()) content += sentences[picked[i]];
         }
         content = trim(content) + kQuestion;
@@ -273,9 +272,9 @@ int cmd_niah(int argc, char** argv) {
         c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         c.answer = trim(parser.result().content);
         c.pass = c.answer == c.key;
-        bar.println(fmt::format("  length {:>6} depth {:.2f} trial {}: {} tokens, key {} -> '{}' {} ({:.1f} s)", len,
-                                depth, trial, c.prompt_tokens, c.key, c.answer.substr(0, 40), c.pass ? "ok" : "FAIL",
-                                c.seconds));
+        bar.println(fmt::format(
+            "  length {:>6} depth {:.2f} trial {}: {} tokens, key {} -> '{}' {} ({:.1f} s)", len, depth,
+            trial, c.prompt_tokens, c.key, c.answer.substr(0, 40), c.pass ? "ok" : "FAIL", c.seconds));
         bar.advance(static_cast<uint64_t>(len));
         cells.push_back(std::move(c));
       }
@@ -298,11 +297,21 @@ int cmd_niah(int argc, char** argv) {
     }
 
   if (json) {
-    nlohmann::json out = {{"model", shown}, {"thinking", think}, {"trials", trials}, {"seed", seed},
-                          {"passed", passed}, {"cells_total", total}, {"results", nlohmann::json::array()}};
+    nlohmann::json out = {{"model", shown},
+                          {"thinking", think},
+                          {"trials", trials},
+                          {"seed", seed},
+                          {"passed", passed},
+                          {"cells_total", total},
+                          {"results", nlohmann::json::array()}};
     for (const Cell& c : cells)
-      out["results"].push_back({{"length", c.length}, {"depth", c.depth}, {"trial", c.trial}, {"key", c.key},
-                                {"answer", c.answer}, {"pass", c.pass}, {"prompt_tokens", c.prompt_tokens},
+      out["results"].push_back({{"length", c.length},
+                                {"depth", c.depth},
+                                {"trial", c.trial},
+                                {"key", c.key},
+                                {"answer", c.answer},
+                                {"pass", c.pass},
+                                {"prompt_tokens", c.prompt_tokens},
                                 {"seconds", c.seconds}});
     fmt::print("{}\n", out.dump(1));
     return 0;
@@ -311,11 +320,13 @@ int cmd_niah(int argc, char** argv) {
   for (double d : depths) head += fmt::format(" {:>6.2f}", d);
   fmt::print("{}\n", head);
   for (int64_t len : lengths) {
-    std::string row = len % 1024 == 0 ? fmt::format("{:>8}", fmt::format("{}k", len / 1024)) : fmt::format("{:>8}", len);
+    std::string row =
+        len % 1024 == 0 ? fmt::format("{:>8}", fmt::format("{}k", len / 1024)) : fmt::format("{:>8}", len);
     for (double d : depths) row += fmt::format(" {:>6}", cell_pass(len, d) ? "ok" : "FAIL");
     fmt::print("{}\n", row);
   }
-  fmt::print("NIAH: {}/{} cells exact ({} trial{} per cell)\n", passed, total, trials, trials == 1 ? "" : "s");
+  fmt::print("NIAH: {}/{} cells exact ({} trial{} per cell)\n", passed, total, trials,
+             trials == 1 ? "" : "s");
   return 0;
 }
 

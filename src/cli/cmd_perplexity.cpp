@@ -17,8 +17,8 @@
 #include "runtime/engine.h"
 #include "runtime/eval_logits.h"
 #include "text/tokenizer.h"
-#include "tools/perplexity.h"
-#include "tools/perplexity_kl.h"
+#include "tools/eval/perplexity.h"
+#include "tools/eval/perplexity_kl.h"
 
 namespace k3::cli {
 int cmd_perplexity(int argc, char** argv) {
@@ -37,7 +37,8 @@ int cmd_perplexity(int argc, char** argv) {
   app.add_option("--chunks", po.max_chunks, "evaluate at most this many chunks (default: all)");
   app.add_option("-b,--batch-size", n_batch, "tokens per forward micro-batch (default: min(c, 512))");
   app.add_option("-t,--threads", threads, "worker threads (0: machine default)");
-  app.add_option("--kv-type", kv_type, "MLA latent cache type: f32 | f16")->check(CLI::IsMember({"f32", "f16"}));
+  app.add_option("--kv-type", kv_type, "MLA latent cache type: f32 | f16")
+      ->check(CLI::IsMember({"f32", "f16"}));
   auto* ko = app.add_option("--kl-base-out", kl_out, "save this model's log-probabilities as a KL base file");
   auto* ki = app.add_option("--kl-base", kl_in, "compare this model against a KL base file");
   ko->excludes(ki);

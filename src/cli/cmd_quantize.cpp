@@ -1,5 +1,5 @@
 // cli/cmd_quantize: `k3 quantize IN OUT TYPE [options]` — llama-quantize-compatible model
-// quantization (tools/quantize.h), ending with a census of the result. See docs/quantize.md.
+// quantization (tools/quantize/quantize.h), ending with a census of the result. See docs/quantize.md.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -16,10 +16,10 @@
 #include "gguf/census.h"
 #include "gguf/file.h"
 #include "quant/types.h"
-#include "tools/quant_recipe.h"
-#include "tools/quantize.h"
-#include "tools/quantize_imatrix.h"
-#include "tools/split.h"
+#include "tools/quantize/quant_recipe.h"
+#include "tools/quantize/quantize.h"
+#include "tools/quantize/quantize_imatrix.h"
+#include "tools/split/split.h"
 
 namespace k3::cli {
 
@@ -31,7 +31,9 @@ quant::Type parse_type(const std::string& flag, const std::string& s) {
   return *t;
 }
 
-std::string gb(uint64_t b) { return fmt::format("{:.2f} GiB", static_cast<double>(b) / (1024.0 * 1024 * 1024)); }
+std::string gb(uint64_t b) {
+  return fmt::format("{:.2f} GiB", static_cast<double>(b) / (1024.0 * 1024 * 1024));
+}
 std::string mb(uint64_t b) { return fmt::format("{:.2f} MB", static_cast<double>(b) / 1e6); }
 
 void print_summary(const tools::QuantizeResult& r) {
@@ -45,14 +47,14 @@ void print_summary(const tools::QuantizeResult& r) {
              c.tensor_bytes >= (1ull << 30) ? gb(c.tensor_bytes) : mb(c.tensor_bytes), c.bpw);
   fmt::print("  {:<8} {:>8} {:>16} {:>12}\n", "type", "tensors", "params", "size");
   for (const gguf::TypeCensus& t : c.types)
-    fmt::print("  {:<8} {:>8} {:>16} {:>12}\n", quant::type_name(t.type), t.tensors, gguf::with_commas(t.params),
-               t.bytes >= (1ull << 30) ? gb(t.bytes) : mb(t.bytes));
+    fmt::print("  {:<8} {:>8} {:>16} {:>12}\n", quant::type_name(t.type), t.tensors,
+               gguf::with_commas(t.params), t.bytes >= (1ull << 30) ? gb(t.bytes) : mb(t.bytes));
   for (const gguf::ExpertGroup& g : c.expert_groups)
     fmt::print("  experts: {} ({})\n", gguf::expert_group_text(g), mb(g.bytes));
   for (const std::string& w : c.warnings) fmt::print("  warning: {}\n", w);
   const double mbps = r.seconds > 0 ? static_cast<double>(r.plan.bytes_in) / 1e6 / r.seconds : 0.0;
-  fmt::print("  {} in → {} out in {:.2f} s ({:.1f} MB/s, {} thread{})\n", mb(r.plan.bytes_in), mb(r.plan.bytes_out),
-             r.seconds, mbps, r.threads, r.threads == 1 ? "" : "s");
+  fmt::print("  {} in → {} out in {:.2f} s ({:.1f} MB/s, {} thread{})\n", mb(r.plan.bytes_in),
+             mb(r.plan.bytes_out), r.seconds, mbps, r.threads, r.threads == 1 ? "" : "s");
 }
 
 }  // namespace
@@ -65,9 +67,11 @@ int cmd_quantize(int argc, char** argv) {
   bool quiet = false, no_progress = false, list_types = false, show_plan = false;
   app.add_option("input", o.input, "input GGUF (first shard of a split model)");
   app.add_option("output", o.output, "output GGUF (shards: OUT-0000i-of-0000N.gguf)");
-  app.add_option("type", o.type, "file type or preset: Q8_0, Q6_K, Q4_K_M, Q4_K_S, Q3_K_S, Q2_K, IQ2_XXS, "
-                                 "IQ1_M, IQ1_S, MXFP4_MOE, F16, BF16, F32, COPY, K3_REAP_IQ1M");
-  auto* im_opt = app.add_option("--imatrix", o.imatrix, "importance matrix (llama-imatrix GGUF or legacy .dat)");
+  app.add_option("type", o.type,
+                 "file type or preset: Q8_0, Q6_K, Q4_K_M, Q4_K_S, Q3_K_S, Q2_K, IQ2_XXS, "
+                 "IQ1_M, IQ1_S, MXFP4_MOE, F16, BF16, F32, COPY, K3_REAP_IQ1M");
+  auto* im_opt =
+      app.add_option("--imatrix", o.imatrix, "importance matrix (llama-imatrix GGUF or legacy .dat)");
   app.add_flag("--uniform-imatrix", o.uniform_imatrix,
                "no calibration: importance 1 for every column, so IQ types can be made without an imatrix "
                "(worse quality; for A/B comparisons)")

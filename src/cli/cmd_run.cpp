@@ -37,8 +37,7 @@ namespace k3::cli {
 namespace {
 
 bool has_vocab(const gguf::GgufFile& f) {
-  return f.find("tokenizer.ggml.tokens") != nullptr &&
-         f.get_string("tokenizer.ggml.model", "") != "no_vocab";
+  return f.find("tokenizer.ggml.tokens") != nullptr && f.get_string("tokenizer.ggml.model", "") != "no_vocab";
 }
 
 }  // namespace
@@ -52,9 +51,11 @@ int cmd_run(int argc, char** argv) {
   runtime::SamplerParams sp;
   bool ignore_eos = false, echo = false, no_special = false;
 
-  app.add_option("-m,--model", model_path, "GGUF model (first shard); default: the embedded k3-tiny (models/k3-tiny)");
+  app.add_option("-m,--model", model_path,
+                 "GGUF model (first shard); default: the embedded k3-tiny (models/k3-tiny)");
   app.add_option("-p,--prompt", prompt, "prompt text (default \"Once upon a time\")");
-  app.add_option("--tokens", tokens_text, "prompt as token ids (\"1,2,3\"), instead of -p; needed for models without a vocabulary");
+  app.add_option("--tokens", tokens_text,
+                 "prompt as token ids (\"1,2,3\"), instead of -p; needed for models without a vocabulary");
   app.add_option("-n,--n-predict", n_predict, "tokens to generate (default 64; -1: until end of generation)");
   add_sampling_flags(app, sp);
   app.add_option("--seed", seed, "sampling seed (default: random, printed to stderr)");
@@ -87,9 +88,7 @@ int cmd_run(int argc, char** argv) {
   std::unique_ptr<runtime::Sampler> sampler;
   try {
     sampler = std::make_unique<runtime::Sampler>(sp);
-  } catch (const Error& e) {
-    return usage(e.what());
-  }
+  } catch (const Error& e) { return usage(e.what()); }
 
   std::shared_ptr<model::Model> model;
   std::string shown_name = model_path;
@@ -138,9 +137,7 @@ int cmd_run(int argc, char** argv) {
     std::shared_ptr<const grammar::Grammar> g;
     try {
       g = server::completion_constraint(constraint_req, *tok);
-    } catch (const server::ApiError& e) {
-      fail("{}", e.what());
-    }
+    } catch (const server::ApiError& e) { fail("{}", e.what()); }
     matcher = std::make_unique<grammar::GrammarMatcher>(g, grammar::TokenVocab::from_tokenizer(*tok));
     constraint.allowed = [&] { return matcher->allowed(); };
     constraint.accept = [&](int32_t t) { matcher->accept(t); };
@@ -148,13 +145,14 @@ int cmd_run(int argc, char** argv) {
     go.constraint = &constraint;
   }
 
-  fmt::print(stderr, "k3 run: {} | {} prompt tokens | seed {} | {} threads\n", shown_name,
-             prompt_ids.size(), *seed, engine.pool().size());
+  fmt::print(stderr, "k3 run: {} | {} prompt tokens | seed {} | {} threads\n", shown_name, prompt_ids.size(),
+             *seed, engine.pool().size());
   std::optional<text::StreamingDetokenizer> detok;
   if (tok) detok.emplace(*tok, !no_special);
   if (echo) {
     if (tok) fmt::print("{}", tok->decode(prompt_ids, !no_special));
-    else for (int32_t id : prompt_ids) fmt::print("{} ", id);
+    else
+      for (int32_t id : prompt_ids) fmt::print("{} ", id);
   }
   std::fflush(stdout);
   auto on_token = [&](int32_t id) {
@@ -170,8 +168,8 @@ int cmd_run(int argc, char** argv) {
   fmt::print(stderr,
              "prompt: {} tokens in {:.3f} s ({:.2f} tok/s) | generation: {} tokens in {:.3f} s "
              "({:.2f} tok/s) | stop: {}\n",
-             st.n_prompt, st.prompt_seconds, st.prompt_tps(), st.n_generated, st.gen_seconds,
-             st.gen_tps(), st.stop);
+             st.n_prompt, st.prompt_seconds, st.prompt_tps(), st.n_generated, st.gen_seconds, st.gen_tps(),
+             st.stop);
   if (xstore)
     fmt::print(stderr, "{}\n",
                store::summary_line(xstore->stats(), static_cast<double>(st.n_prompt + st.n_gen_decoded),

@@ -69,21 +69,24 @@ int cmd_serve(int argc, char** argv) {
   server::ServerOptions o;
   o.sched.n_ctx = 4096;
   bool verbose = false, no_prompt_cache = false, no_webui = false;
-  app.add_option("-m,--model", model_path, "GGUF model (first shard); default: the embedded k3-tiny (models/k3-tiny)");
+  app.add_option("-m,--model", model_path,
+                 "GGUF model (first shard); default: the embedded k3-tiny (models/k3-tiny)");
   app.add_option("--host", o.host, "address to listen on (default 127.0.0.1: this machine only)");
   app.add_option("--port", o.port, "TCP port (default 8080; 0: any free port, printed at start)");
   app.add_option("-c,--ctx", o.sched.n_ctx, "context tokens per slot (default 4096; 0: the model's)");
   app.add_option("--parallel", o.sched.n_slots, "requests decoded together in one batch (default 1)");
   app.add_option("-t,--threads", o.sched.n_threads, "engine threads (default: the machine's default)");
-  app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' (default: none; also K3_API_KEY)")
+  app.add_option("--api-key", o.api_key,
+                 "require 'Authorization: Bearer KEY' (default: none; also K3_API_KEY)")
       ->envname("K3_API_KEY");
   app.add_option("--reasoning-budget", o.limits.reasoning_budget,
                  "default think-token budget per request (default -1: unlimited)");
   app.add_option("--reasoning-budget-message", o.limits.reasoning_budget_message,
                  "text written into the reasoning before a forced close (default none)");
   app.add_option("--timeout", o.timeout_s, "seconds a request may take, queueing included (default 600)");
-  app.add_option("--drain-timeout", o.drain_s,
-                 "on SIGINT/SIGTERM, seconds running requests may take to finish (default 30; 0: stop at once)");
+  app.add_option(
+      "--drain-timeout", o.drain_s,
+      "on SIGINT/SIGTERM, seconds running requests may take to finish (default 30; 0: stop at once)");
   app.add_option("--max-body", o.max_body, "largest request body in bytes (default 8388608)");
   app.add_option("--request-timeout", o.request_timeout_s,
                  "seconds a request's line, headers and body may take to arrive, plus 1 s per 64 KiB of body "
@@ -94,7 +97,8 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("--queue", o.sched.queue_max, "requests that may wait for a slot (default 64)");
   app.add_option("-b,--batch", o.sched.n_batch, "prompt tokens per decode step, all slots (default 512)");
   app.add_option("--alias", o.model_alias, "model name in responses (default: the file name)");
-  app.add_option("--http-threads", o.http_threads, "HTTP worker threads (default: slots + queue, at most 32, + 4)");
+  app.add_option("--http-threads", o.http_threads,
+                 "HTTP worker threads (default: slots + queue, at most 32, + 4)");
   app.add_option("--http-nice", o.http_nice,
                  "how much nicer than the decode thread the HTTP workers run: request parsing then yields to "
                  "generation (0-19, default 10; 0: same priority)")
@@ -195,9 +199,7 @@ int cmd_serve(int argc, char** argv) {
   std::string failure;
   try {
     srv.run();
-  } catch (const std::exception& e) {
-    failure = e.what();
-  }
+  } catch (const std::exception& e) { failure = e.what(); }
   finished = true;
   pthread_kill(sig_thread.native_handle(), SIGTERM);  // wakes the waiter if it still waits
   sig_thread.join();

@@ -1,5 +1,5 @@
 // cli/cmd_split: `k3 split IN OUT_PREFIX (--split-max-size S | --split-max-tensors N)` — re-shard
-// a GGUF model in the standard split.* layout (tools/split.h). See docs/split.md.
+// a GGUF model in the standard split.* layout (tools/split/split.h). See docs/split.md.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include "cli/commands.h"
 #include "cli/parse_args.h"
 #include "core/error.h"
-#include "tools/split.h"
+#include "tools/split/split.h"
 
 namespace k3::cli {
 
@@ -34,8 +34,8 @@ int cmd_split(int argc, char** argv) {
   tools::ShardingResult r = tools::split_model(in, prefix, sp, !quiet && !no_progress);
   if (!quiet) {
     for (const std::string& f : r.files) fmt::print("{}\n", f);
-    fmt::print("{} tensors, {} bytes of tensor data in {} shard{} ({:.2f} s)\n", r.tensors, r.bytes, r.files.size(),
-               r.files.size() == 1 ? "" : "s", r.seconds);
+    fmt::print("{} tensors, {} bytes of tensor data in {} shard{} ({:.2f} s)\n", r.tensors, r.bytes,
+               r.files.size(), r.files.size() == 1 ? "" : "s", r.seconds);
   }
   return 0;
 }

@@ -1,5 +1,5 @@
 // cli/cmd_synth: `k3 synth -o OUT.gguf --preset P [overrides]` — writes a random but valid
-// Kimi-K3 GGUF (tools/synth.h). Every dimension, the layer map, the expert counts and the
+// Kimi-K3 GGUF (tools/synth/synth.h). Every dimension, the layer map, the expert counts and the
 // per-tensor types can be overridden; see docs/synth.md.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -13,7 +13,7 @@
 #include "cli/parse_args.h"
 #include "core/error.h"
 #include "quant/types.h"
-#include "tools/synth.h"
+#include "tools/synth/synth.h"
 
 namespace k3::cli {
 
@@ -30,9 +30,7 @@ std::vector<uint32_t> parse_layer_list(const std::string& s) {
       long v = std::stol(item, &used);
       if (used != item.size() || v < 0) throw std::invalid_argument(item);
       out.push_back(static_cast<uint32_t>(v));
-    } catch (const std::exception&) {
-      fail("--mla-layers: '{}' is not a layer index", item);
-    }
+    } catch (const std::exception&) { fail("--mla-layers: '{}' is not a layer index", item); }
   }
   if (out.empty()) fail("--mla-layers: no layer indices in '{}'", s);
   return out;
@@ -41,9 +39,10 @@ std::vector<uint32_t> parse_layer_list(const std::string& s) {
 }  // namespace
 
 int cmd_synth(int argc, char** argv) {
-  CLI::App app{"Write a random but valid Kimi-K3 GGUF of any shape and quant mix (no real "
-               "weights, nothing quantized)",
-               "k3 synth"};
+  CLI::App app{
+      "Write a random but valid Kimi-K3 GGUF of any shape and quant mix (no real "
+      "weights, nothing quantized)",
+      "k3 synth"};
   std::string out, preset = "tiny", trunk_type, mla_layers;
   std::vector<std::string> rules;
   std::optional<uint32_t> n_embd, n_layer, n_head, head_dim, n_expert, n_expert_used, n_ff, n_ff_exp,
@@ -54,7 +53,8 @@ int cmd_synth(int argc, char** argv) {
        list_presets = false, quiet = false, no_progress = false;
 
   app.add_option("-o,--output", out, "output file (shards: OUT-0000i-of-0000N.gguf)");
-  app.add_option("--preset", preset, "tiny | bench-m | bench-m-896 | kimi-k3 | kimi-k3-reap55 (default tiny; --list-presets)");
+  app.add_option("--preset", preset,
+                 "tiny | bench-m | bench-m-896 | kimi-k3 | kimi-k3-reap55 (default tiny; --list-presets)");
   app.add_flag("--list-presets", list_presets, "print the presets and exit");
   app.add_option("--n-embd", n_embd, "hidden size (embedding_length)");
   app.add_option("--n-layer", n_layer, "number of layers (block_count)");
@@ -77,11 +77,13 @@ int cmd_synth(int argc, char** argv) {
   app.add_option("--mla-every", mla_every, "MLA when (layer+1) is a multiple of this (0 = none)");
   app.add_flag("--mla-last", mla_last, "make the last layer MLA too (K3 does)");
   app.add_flag("--no-mla-last", no_mla_last, "do not force the last layer to MLA");
-  app.add_option("--mla-layers", mla_layers, "explicit 0-indexed MLA layers, e.g. 3,7,11 (overrides --mla-every)");
+  app.add_option("--mla-layers", mla_layers,
+                 "explicit 0-indexed MLA layers, e.g. 3,7,11 (overrides --mla-every)");
   app.add_option("--dense-layers", dense_layers, "leading dense-FFN layers (leading_dense_block_count)");
   app.add_flag("--softplus-gate", softplus, "omit kda.gate_lower_bound (kimi-linear softplus gate)");
   app.add_option("--trunk-type", trunk_type, "type of every matrix no rule names (default Q8_0)");
-  app.add_option("--type-rule", rules, "REGEX=TYPE, repeatable; the first matching rule wins, before the preset's rules");
+  app.add_option("--type-rule", rules,
+                 "REGEX=TYPE, repeatable; the first matching rule wins, before the preset's rules");
   app.add_option("--shards", shards, "number of shard files (default: preset's, 1 or 8)");
   app.add_option("--seed", seed, "random seed (default 1); same seed, same bytes");
   app.add_flag("--sparse", sparse, "leave every matrix as a hole (all-zero weights, no disk used)");
@@ -167,8 +169,8 @@ int cmd_synth(int argc, char** argv) {
   tools::SynthResult res = tools::write_synth(out, cfg, !quiet && !no_progress);
   if (!quiet) {
     double gib = static_cast<double>(res.tensor_bytes) / (1ull << 30);
-    fmt::print("wrote {} tensors, {:.3f} GiB of tensor data{}, in {:.2f} s ({:.0f} MiB/s)\n",
-               res.n_tensors, gib, cfg.sparse ? " (sparse: matrices are holes)" : "", res.seconds,
+    fmt::print("wrote {} tensors, {:.3f} GiB of tensor data{}, in {:.2f} s ({:.0f} MiB/s)\n", res.n_tensors,
+               gib, cfg.sparse ? " (sparse: matrices are holes)" : "", res.seconds,
                res.seconds > 0 ? static_cast<double>(res.tensor_bytes) / (1 << 20) / res.seconds : 0.0);
     for (const std::string& f : res.files) fmt::print("  {}\n", f);
   }

@@ -63,9 +63,7 @@ std::vector<text::TokenId> parse_ids(const std::string& s) {
     long long v = 0;
     try {
       v = std::stoll(cur, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
+    } catch (const std::exception&) { used = 0; }
     if (used != cur.size() || v < 0 || v > INT32_MAX) fail("--decode: '{}' is not a token id", cur);
     ids.push_back(static_cast<text::TokenId>(v));
     cur.clear();
@@ -85,7 +83,8 @@ int cmd_tokenize(int argc, char** argv) {
   std::string model, text_arg, file;
   bool ids_only = false, pieces_only = false, split = false, no_special = false, add_special = false;
   bool count = false, decode = false, timing = false;
-  app.add_option("-m,--model", model, "GGUF file whose vocabulary to use (vocab-only files work)")->required();
+  app.add_option("-m,--model", model, "GGUF file whose vocabulary to use (vocab-only files work)")
+      ->required();
   app.add_option("text", text_arg, "the text (or, with --decode, the ids); '-' reads standard input");
   app.add_option("-f,--file", file, "read the text from FILE ('-' = standard input), bytes as they are");
   auto* g = app.add_option_group("output");
@@ -131,8 +130,8 @@ int cmd_tokenize(int argc, char** argv) {
     const double enc = ms(t2 - t1);
     fmt::print(stderr, "vocabulary: {} tokens, pre-tokenizer {}, loaded in {:.1f} ms\n", tok->n_vocab(),
                text::pretokenizer_name(tok->pre_tokenizer()), ms(t1 - t0));
-    fmt::print(stderr, "encoded {} bytes into {} tokens in {:.2f} ms ({:.1f} MB/s)\n", input.size(), ids.size(), enc,
-               enc > 0 ? static_cast<double>(input.size()) / 1e3 / enc : 0.0);
+    fmt::print(stderr, "encoded {} bytes into {} tokens in {:.2f} ms ({:.1f} MB/s)\n", input.size(),
+               ids.size(), enc, enc > 0 ? static_cast<double>(input.size()) / 1e3 / enc : 0.0);
   }
   if (count) {
     fmt::print("{}\n", ids.size());

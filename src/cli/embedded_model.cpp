@@ -29,9 +29,7 @@ void write_all(int fd, const unsigned char* p, size_t n, const std::string& what
   }
 }
 
-size_t embedded_size() {
-  return static_cast<size_t>(k3_embedded_model_end - k3_embedded_model_data);
-}
+size_t embedded_size() { return static_cast<size_t>(k3_embedded_model_end - k3_embedded_model_data); }
 
 }  // namespace
 

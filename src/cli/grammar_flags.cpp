@@ -43,7 +43,8 @@ std::string load_grammar_flags(const GrammarFlags& f, text::Json& req) {
   if (!f.grammar.empty()) {
     if (!file_or_text(f.grammar, text, err)) return "--grammar: " + err;
     if (text.find("::=") == std::string::npos)
-      return fmt::format("--grammar: '{}' is neither a file nor a GBNF grammar (no 'name ::= …' rule)", f.grammar);
+      return fmt::format("--grammar: '{}' is neither a file nor a GBNF grammar (no 'name ::= …' rule)",
+                         f.grammar);
     req["grammar"] = text;
   }
   if (!f.json_schema.empty()) {

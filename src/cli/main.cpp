@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/version.h"
 
 namespace k3::cli {
 
@@ -30,7 +31,8 @@ const Command* commands() {
       {"merge", "merge a split GGUF model into one file", cmd_merge},
       {"convert", "convert a Kimi-K3 Hugging Face checkpoint (safetensors) to GGUF", cmd_convert},
       {"imatrix", "collect an importance matrix (llama.cpp GGUF format) and expert coverage", cmd_imatrix},
-      {"reap", "prune routed experts (REAP saliency, frequency or random), byte-exact GGUF slicing", cmd_reap},
+      {"reap", "prune routed experts (REAP saliency, frequency or random), byte-exact GGUF slicing",
+       cmd_reap},
       {nullptr, nullptr, nullptr},
   };
   return table;
@@ -54,7 +56,7 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   if (!std::strcmp(argv[1], "--version")) {
-    fmt::print("k3 0.1.0\n");
+    fmt::print("k3 {}\n", k3::version());
     return 0;
   }
   for (const Command* c = commands(); c->name; ++c) {

@@ -37,9 +37,7 @@ std::string to_memory_options(const MemoryFlags& f, store::MemoryOptions& out) {
       out.streaming = true;
       out.ram_budget = store::parse_size(f.ram_budget);
     }
-  } catch (const Error& e) {
-    return e.what();
-  }
+  } catch (const Error& e) { return e.what(); }
   out.predict = !f.no_prediction;
   out.use_uring = f.io == "uring";
   out.io_depth = f.io_depth;

@@ -17,12 +17,20 @@ void write(Level l, const char* tag, fmt::format_string<Args...> f, Args&&... ar
   fmt::print(stderr, "{}{}\n", tag, fmt::format(f, std::forward<Args>(args)...));
 }
 template <typename... Args>
-void debug(fmt::format_string<Args...> f, Args&&... a) { write(Level::debug, "debug: ", f, std::forward<Args>(a)...); }
+void debug(fmt::format_string<Args...> f, Args&&... a) {
+  write(Level::debug, "debug: ", f, std::forward<Args>(a)...);
+}
 template <typename... Args>
-void info(fmt::format_string<Args...> f, Args&&... a) { write(Level::info, "", f, std::forward<Args>(a)...); }
+void info(fmt::format_string<Args...> f, Args&&... a) {
+  write(Level::info, "", f, std::forward<Args>(a)...);
+}
 template <typename... Args>
-void warn(fmt::format_string<Args...> f, Args&&... a) { write(Level::warn, "warning: ", f, std::forward<Args>(a)...); }
+void warn(fmt::format_string<Args...> f, Args&&... a) {
+  write(Level::warn, "warning: ", f, std::forward<Args>(a)...);
+}
 template <typename... Args>
-void error(fmt::format_string<Args...> f, Args&&... a) { write(Level::error, "error: ", f, std::forward<Args>(a)...); }
+void error(fmt::format_string<Args...> f, Args&&... a) {
+  write(Level::error, "error: ", f, std::forward<Args>(a)...);
+}
 
 }  // namespace k3::log

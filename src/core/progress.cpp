@@ -37,14 +37,15 @@ std::string rate_text(double r, ProgressUnit unit) {
   switch (unit) {
     case ProgressUnit::bytes: return bytes_text(r) + "/s";
     case ProgressUnit::tokens: return fmt::format("{:.1f} tok/s", r);
-    case ProgressUnit::items: return r >= 1 ? fmt::format("{:.1f}/s", r) : fmt::format("{:.1f} s each", r > 0 ? 1 / r : 0.0);
+    case ProgressUnit::items:
+      return r >= 1 ? fmt::format("{:.1f}/s", r) : fmt::format("{:.1f} s each", r > 0 ? 1 / r : 0.0);
   }
   return {};
 }
 
-constexpr auto kTtyQuiet = std::chrono::seconds(2);      // nothing drawn before this on a terminal
+constexpr auto kTtyQuiet = std::chrono::seconds(2);  // nothing drawn before this on a terminal
 constexpr auto kTtyRedraw = std::chrono::milliseconds(120);
-constexpr auto kLogEvery = std::chrono::seconds(30);     // a plain line at least this often
+constexpr auto kLogEvery = std::chrono::seconds(30);  // a plain line at least this often
 
 }  // namespace
 
@@ -78,10 +79,12 @@ std::string Progress::render(uint64_t done, uint64_t total, double seconds, int 
   std::string eta = "?";
   if (done >= total) eta = format_duration(0);
   else if (rate > 0) eta = format_duration(static_cast<double>(total - done) / rate);
-  std::string of = unit == ProgressUnit::bytes
-                       ? fmt::format("{}/{}", bytes_text(static_cast<double>(done)), bytes_text(static_cast<double>(total)))
-                       : fmt::format("{}/{}{}", amount(static_cast<double>(done), unit),
-                                     amount(static_cast<double>(total), unit), unit == ProgressUnit::tokens ? " tok" : "");
+  std::string of =
+      unit == ProgressUnit::bytes
+          ? fmt::format("{}/{}", bytes_text(static_cast<double>(done)),
+                        bytes_text(static_cast<double>(total)))
+          : fmt::format("{}/{}{}", amount(static_cast<double>(done), unit),
+                        amount(static_cast<double>(total), unit), unit == ProgressUnit::tokens ? " tok" : "");
   return fmt::format("{} {:3.0f}% {} {} ETA {}", bar, frac * 100.0, of, rate_text(rate, unit), eta);
 }
 

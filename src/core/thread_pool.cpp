@@ -66,13 +66,13 @@ struct ThreadPool::Impl {
   };
   std::unique_ptr<Run[]> runs;
   int n_runs = 0;
-  std::atomic<int> done{0};              // chunks finished in the current job
+  std::atomic<int> done{0};  // chunks finished in the current job
   std::atomic<bool> stop{false};
   std::atomic<bool> busy{false};
   std::mutex mu;
-  std::condition_variable cv;            // workers sleep here between jobs
+  std::condition_variable cv;  // workers sleep here between jobs
   std::mutex done_mu;
-  std::condition_variable done_cv;       // the caller sleeps here if a job runs long
+  std::condition_variable done_cv;  // the caller sleeps here if a job runs long
   // Job description, written before the state is published (release) and read only after the
   // new generation is seen (acquire).
   const RangeFn* fn = nullptr;
@@ -85,8 +85,12 @@ struct ThreadPool::Impl {
 
   void run_chunk(int c, int thread) {
     const int64_t begin = bounds[static_cast<size_t>(c)], end = bounds[static_cast<size_t>(c) + 1];
+    // Read before this chunk counts as done: once it does, the caller may return and publish
+    // the next job, which rewrites count (a read after the fetch_add was a data race, found by
+    // ThreadSanitizer in tests/core/thread_pool_stress_test.cpp).
+    const int total = count;
     if (begin < end) (*fn)(begin, end, thread);
-    if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == count) {
+    if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == total) {
       std::lock_guard<std::mutex> lk(done_mu);  // orders with the caller's predicate check
       done_cv.notify_one();
     }
@@ -175,7 +179,8 @@ struct ThreadPool::Impl {
         const uint64_t e = first.empty() ? 0 : static_cast<uint64_t>(first[static_cast<size_t>(t) + 1]);
         runs[t].w.store(static_cast<uint64_t>(gen) << 32 | b << 16 | e, std::memory_order_relaxed);
       }
-      state.store(static_cast<uint64_t>(gen) << 32 | static_cast<uint64_t>(chunks), std::memory_order_release);
+      state.store(static_cast<uint64_t>(gen) << 32 | static_cast<uint64_t>(chunks),
+                  std::memory_order_release);
     }
     cv.notify_all();
     return gen;
@@ -207,7 +212,8 @@ void ThreadPool::parallel_for(int64_t n, const RangeFn& fn, int64_t grain, int c
   // Fewer runs than threads when n is short: every run at least one grain.
   thread_local std::vector<int> first;
   const int runs = static_cast<int>(std::min<int64_t>(n_threads_, n / grain));
-  const int chunks = s.cut(n, runs, grain, std::clamp(chunks_per_thread, 1, std::min(16, 0xFFFF / runs)), first);
+  const int chunks =
+      s.cut(n, runs, grain, std::clamp(chunks_per_thread, 1, std::min(16, 0xFFFF / runs)), first);
   s.fn = &fn;
   s.done.store(0, std::memory_order_relaxed);
   const uint32_t gen = s.publish(chunks, first);

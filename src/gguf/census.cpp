@@ -112,9 +112,7 @@ Census take_census(const GgufFile& f) {
         (hkv == 0 ? c.n_kda : c.n_mla)++;
         (static_cast<int64_t>(l.index) < dense ? c.n_dense : c.n_moe)++;
       }
-    } catch (const Error& e) {
-      fail("{}: attention.head_count / head_count_kv: {}", c.path, e.what());
-    }
+    } catch (const Error& e) { fail("{}: attention.head_count / head_count_kv: {}", c.path, e.what()); }
   }
 
   std::map<uint32_t, TypeCensus> types;
@@ -132,7 +130,8 @@ Census take_census(const GgufFile& f) {
     tc.params += params;
 
     int64_t layer = layer_of(t.name);
-    LayerCensus* lc = layer >= 0 && layer < static_cast<int64_t>(c.layers.size()) ? &c.layers[layer] : nullptr;
+    LayerCensus* lc =
+        layer >= 0 && layer < static_cast<int64_t>(c.layers.size()) ? &c.layers[layer] : nullptr;
     if (lc) {
       lc->tensors++;
       lc->params += params;
@@ -232,7 +231,9 @@ std::string census_json(const Census& c, int indent) {
   j["file_size"] = c.file_size;
   ordered_json shards = ordered_json::array();
   for (const ShardCensus& s : c.shards)
-    shards.push_back({{"path", s.path}, {"file_size", s.file_size}, {"tensors", s.tensors},
+    shards.push_back({{"path", s.path},
+                      {"file_size", s.file_size},
+                      {"tensors", s.tensors},
                       {"tensor_bytes", s.tensor_bytes}});
   j["shards"] = shards;
   j["architecture"] = or_null(!c.architecture.empty(), c.architecture);
@@ -253,8 +254,11 @@ std::string census_json(const Census& c, int indent) {
   j["bpw_file"] = c.bpw_file;
   ordered_json types = ordered_json::array();
   for (const TypeCensus& t : c.types)
-    types.push_back({{"type", quant::type_name(t.type)}, {"tensors", t.tensors}, {"bytes", t.bytes},
-                     {"params", t.params}, {"bpw", quant::bits_per_weight(t.type)}});
+    types.push_back({{"type", quant::type_name(t.type)},
+                     {"tensors", t.tensors},
+                     {"bytes", t.bytes},
+                     {"params", t.params},
+                     {"bpw", quant::bits_per_weight(t.type)}});
   j["types"] = types;
 
   if (c.block_count >= 0) {
@@ -288,9 +292,14 @@ std::string census_json(const Census& c, int indent) {
 
   ordered_json groups = ordered_json::array();
   for (const ExpertGroup& g : c.expert_groups)
-    groups.push_back({{"tensors", g.tensors}, {"params_per_slot", g.params_per_slot}, {"slots", g.slots},
-                      {"bytes", g.bytes}, {"text", expert_group_text(g)}});
-  j["experts"] = {{"tensors", c.expert_tensors}, {"params", c.expert_params}, {"bytes", c.expert_bytes},
+    groups.push_back({{"tensors", g.tensors},
+                      {"params_per_slot", g.params_per_slot},
+                      {"slots", g.slots},
+                      {"bytes", g.bytes},
+                      {"text", expert_group_text(g)}});
+  j["experts"] = {{"tensors", c.expert_tensors},
+                  {"params", c.expert_params},
+                  {"bytes", c.expert_bytes},
                   {"groups", groups}};
   j["warnings"] = c.warnings;
   return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -36,8 +36,8 @@ struct ExpertGroup {
 
 struct LayerCensus {
   uint32_t index = 0;
-  std::string attention;  // "KDA", "MLA" (K3 only, else "")
-  std::string ffn;        // "dense", "MoE" (K3 only, else "")
+  std::string attention;      // "KDA", "MLA" (K3 only, else "")
+  std::string ffn;            // "dense", "MoE" (K3 only, else "")
   uint64_t expert_slots = 0;  // largest expert-slot count among the layer's expert tensors
   uint64_t tensors = 0;
   uint64_t params = 0;
@@ -67,13 +67,13 @@ struct Census {
 
   uint64_t kv_count = 0;
   uint64_t tensor_count = 0;
-  uint64_t params = 0;        // total elements of all tensors
-  uint64_t tensor_bytes = 0;  // total tensor data bytes (without padding)
-  double bpw = 0;             // 8 * tensor_bytes / params
-  double bpw_file = 0;        // 8 * file_size / params
+  uint64_t params = 0;            // total elements of all tensors
+  uint64_t tensor_bytes = 0;      // total tensor data bytes (without padding)
+  double bpw = 0;                 // 8 * tensor_bytes / params
+  double bpw_file = 0;            // 8 * file_size / params
   std::vector<TypeCensus> types;  // by type id
 
-  int64_t block_count = -1;  // <arch>.block_count, -1 if absent
+  int64_t block_count = -1;         // <arch>.block_count, -1 if absent
   std::vector<LayerCensus> layers;  // one per block when block_count is known
   uint64_t n_kda = 0, n_mla = 0, n_dense = 0, n_moe = 0;
 

@@ -51,9 +51,7 @@ int64_t GgufFile::get_int(std::string_view key, int64_t def) const {
   if (!v) return def;
   try {
     return v->as_int();
-  } catch (const Error& e) {
-    fail("{}: key {}: {}", path(), key, e.what());
-  }
+  } catch (const Error& e) { fail("{}: key {}: {}", path(), key, e.what()); }
 }
 
 const TensorInfo* GgufFile::tensor(std::string_view name) const {
@@ -101,9 +99,7 @@ int64_t split_key(const std::vector<std::pair<std::string, Value>>& kvs, const s
   return -1;
 }
 
-ParsedShard parse_mapped(const MappedFile& m) {
-  return Parser(m.data(), m.size(), m.path()).parse();
-}
+ParsedShard parse_mapped(const MappedFile& m) { return Parser(m.data(), m.size(), m.path()).parse(); }
 
 }  // namespace
 
@@ -136,8 +132,10 @@ void Parser::load_split(GgufFile& f, const OpenOptions& opt, bool from_disk) {
     fail("{}: this is shard {} of {} (split.no = {}); open the first shard{}", first, no + 1, count, no,
          named ? " " + shard_path(prefix, 0, static_cast<uint32_t>(count)) : std::string());
   if (!named)
-    fail("{}: split.count = {} but the file name does not end in -00001-of-{:05d}.gguf, so the other "
-         "shards cannot be located", first, count, count);
+    fail(
+        "{}: split.count = {} but the file name does not end in -00001-of-{:05d}.gguf, so the other "
+        "shards cannot be located",
+        first, count, count);
   if (number != 1 || name_count != count)
     fail("{}: the file name says shard {} of {} but split.no = 0 and split.count = {}", first, number,
          name_count, count);

@@ -27,13 +27,13 @@ constexpr size_t kMaxDims = 4;
 
 struct TensorInfo {
   std::string name;
-  std::vector<int64_t> ne;   // ne[0] is the contiguous dimension; 1..4 entries as stored
+  std::vector<int64_t> ne;  // ne[0] is the contiguous dimension; 1..4 entries as stored
   quant::Type type = quant::Type::F32;
-  uint64_t offset = 0;       // relative to its shard's data section, as stored
-  uint64_t nbytes = 0;       // derived from type and shape
-  uint32_t shard = 0;        // index into GgufFile::shards()
+  uint64_t offset = 0;            // relative to its shard's data section, as stored
+  uint64_t nbytes = 0;            // derived from type and shape
+  uint32_t shard = 0;             // index into GgufFile::shards()
   const uint8_t* data = nullptr;  // mapped bytes (nbytes long)
-  uint64_t file_offset = 0;  // absolute offset of the data within its shard file
+  uint64_t file_offset = 0;       // absolute offset of the data within its shard file
 
   int64_t n_elements() const;
   int64_t dim(size_t i) const { return i < ne.size() ? ne[i] : 1; }

@@ -25,8 +25,8 @@ std::string tensor_nbytes(uint32_t type_id, const std::vector<int64_t>& ne, uint
   const quant::TypeInfo* info = quant::type_info(type_id);
   if (!info) return fmt::format("unknown or removed tensor type id {}", type_id);
   if (!info->file_type)
-    return fmt::format("tensor type {} (id {}) is activation-only and cannot be stored in a file",
-                       info->name, type_id);
+    return fmt::format("tensor type {} (id {}) is activation-only and cannot be stored in a file", info->name,
+                       type_id);
   if (ne.size() > 4) return fmt::format("{} dimensions (at most 4 allowed)", ne.size());
   uint64_t elems = 1;
   for (size_t i = 0; i < ne.size(); ++i) {

@@ -23,7 +23,7 @@ constexpr uint64_t kMaxArrayCount = uint64_t{1} << 30;
 constexpr uint64_t kMaxCount = uint64_t{1} << 30;  // tensors, KVs
 constexpr int kMaxArrayDepth = 8;
 // Smallest possible records, used to reject impossible counts before looping over them.
-constexpr uint64_t kMinKvBytes = 8 + 1 + 4 + 1;     // key length, 1-byte key, type, u8 value
+constexpr uint64_t kMinKvBytes = 8 + 1 + 4 + 1;      // key length, 1-byte key, type, u8 value
 constexpr uint64_t kMinTensorBytes = 8 + 4 + 4 + 8;  // name len, n_dims, type, offset
 
 // Names come from the file: escape control bytes and cut long ones so messages stay one line.
@@ -32,14 +32,14 @@ std::string printable(const std::string& s) {
   for (size_t i = 0; i < s.size(); ++i) {
     if (i == 96) return out + "...";
     unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7f || c == '\\')
-      out += fmt::format("\\x{:02x}", c);
-    else
-      out += static_cast<char>(c);
+    if (c < 0x20 || c == 0x7f || c == '\\') out += fmt::format("\\x{:02x}", c);
+    else out += static_cast<char>(c);
   }
   return out;
 }
-std::string kv_field(size_t i, const std::string& key) { return fmt::format("kv[{}] '{}'", i, printable(key)); }
+std::string kv_field(size_t i, const std::string& key) {
+  return fmt::format("kv[{}] '{}'", i, printable(key));
+}
 std::string tensor_field(size_t i, const std::string& name) {
   return fmt::format("tensor[{}] '{}'", i, printable(name));
 }
@@ -146,8 +146,9 @@ ParsedShard Parser::parse() {
 
   need(4, "magic");
   if (std::memcmp(data_, "GGUF", 4) != 0)
-    fail_at(0, "magic", fmt::format("not a GGUF file (starts with {:02x} {:02x} {:02x} {:02x})",
-                                    data_[0], data_[1], data_[2], data_[3]));
+    fail_at(0, "magic",
+            fmt::format("not a GGUF file (starts with {:02x} {:02x} {:02x} {:02x})", data_[0], data_[1],
+                        data_[2], data_[3]));
   pos_ = 4;
   uint32_t version = u32("version");
   if (version != 2 && version != 3) {
@@ -205,8 +206,7 @@ ParsedShard Parser::parse() {
     if (!names.insert(ti.name).second) fail_at(at, field, "duplicate tensor name");
     uint64_t dims_at = pos_;
     uint32_t n_dims = u32(field + " n_dims");
-    if (n_dims > kMaxDims)
-      fail_at(dims_at, field, fmt::format("n_dims = {} (at most {})", n_dims, kMaxDims));
+    if (n_dims > kMaxDims) fail_at(dims_at, field, fmt::format("n_dims = {} (at most {})", n_dims, kMaxDims));
     for (uint32_t d = 0; d < n_dims; ++d) {
       uint64_t ne_at = pos_;
       uint64_t e = u64(fmt::format("{} ne[{}]", field, d));
@@ -225,8 +225,7 @@ ParsedShard Parser::parse() {
 
   // Data section.
   uint64_t data_start = 0;
-  if (!align_up(pos_, alignment, &data_start))
-    fail_at(pos_, "data section", "start overflows");
+  if (!align_up(pos_, alignment, &data_start)) fail_at(pos_, "data section", "start overflows");
   if (n_tensors > 0 && data_start > size_)
     fail_at(pos_, "data section",
             fmt::format("starts at byte {} but the file has only {} bytes (truncated)", data_start, size_));
@@ -239,20 +238,21 @@ ParsedShard Parser::parse() {
     std::string field = tensor_field(i, ti.name) + " offset";
     uint64_t off_at = info_at[i];  // the record start: the offset is its last field
     if (ti.offset % alignment != 0)
-      fail_at(off_at, field, fmt::format("offset {} is not a multiple of the alignment {}", ti.offset, alignment));
+      fail_at(off_at, field,
+              fmt::format("offset {} is not a multiple of the alignment {}", ti.offset, alignment));
     if (ti.offset > data_size || ti.nbytes > data_size - ti.offset)
       fail_at(off_at, field,
               fmt::format("data [{}, +{}) lies beyond the end of the file (data section has {} bytes; "
-                          "file truncated?)", ti.offset, ti.nbytes, data_size));
+                          "file truncated?)",
+                          ti.offset, ti.nbytes, data_size));
     ti.file_offset = out.shard.data_offset + ti.offset;
     ti.data = data_ + ti.file_offset;
   }
   // Overlap: sort by offset and compare neighbours (empty tensors overlap nothing).
   std::vector<size_t> order(out.tensors.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return out.tensors[a].offset < out.tensors[b].offset;
-  });
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return out.tensors[a].offset < out.tensors[b].offset; });
   const TensorInfo* prev = nullptr;
   size_t prev_i = 0;
   for (size_t k : order) {

@@ -33,11 +33,19 @@ const char* value_type_name(ValueType t) {
 
 size_t value_type_size(ValueType t) {
   switch (t) {
-    case ValueType::UINT8: case ValueType::INT8: case ValueType::BOOL: return 1;
-    case ValueType::UINT16: case ValueType::INT16: return 2;
-    case ValueType::UINT32: case ValueType::INT32: case ValueType::FLOAT32: return 4;
-    case ValueType::UINT64: case ValueType::INT64: case ValueType::FLOAT64: return 8;
-    case ValueType::STRING: case ValueType::ARRAY: return 0;
+    case ValueType::UINT8:
+    case ValueType::INT8:
+    case ValueType::BOOL: return 1;
+    case ValueType::UINT16:
+    case ValueType::INT16: return 2;
+    case ValueType::UINT32:
+    case ValueType::INT32:
+    case ValueType::FLOAT32: return 4;
+    case ValueType::UINT64:
+    case ValueType::INT64:
+    case ValueType::FLOAT64: return 8;
+    case ValueType::STRING:
+    case ValueType::ARRAY: return 0;
   }
   return 0;
 }
@@ -46,11 +54,15 @@ namespace {
 
 bool is_integer_type(ValueType t) {
   switch (t) {
-    case ValueType::UINT8: case ValueType::INT8: case ValueType::UINT16: case ValueType::INT16:
-    case ValueType::UINT32: case ValueType::INT32: case ValueType::UINT64: case ValueType::INT64:
-      return true;
-    default:
-      return false;
+    case ValueType::UINT8:
+    case ValueType::INT8:
+    case ValueType::UINT16:
+    case ValueType::INT16:
+    case ValueType::UINT32:
+    case ValueType::INT32:
+    case ValueType::UINT64:
+    case ValueType::INT64: return true;
+    default: return false;
   }
 }
 
@@ -79,8 +91,7 @@ IntVal int_of(ValueType t, uint64_t bits) {
       int64_t v = static_cast<int64_t>(bits);
       return {v < 0, bits};
     }
-    default:
-      return {false, bits};
+    default: return {false, bits};
   }
 }
 
@@ -178,14 +189,12 @@ int64_t Value::as_int() const {
 uint64_t Value::as_uint() const {
   if (!is_integer()) fail("expected an integer value, got {}", value_type_name(type));
   IntVal v = int_of(type, bits);
-  if (v.negative)
-    fail("expected a non-negative value, got {}", static_cast<int64_t>(v.magnitude_or_value));
+  if (v.negative) fail("expected a non-negative value, got {}", static_cast<int64_t>(v.magnitude_or_value));
   return v.magnitude_or_value;
 }
 
 double Value::as_float() const {
-  if (!is_float() && !is_integer())
-    fail("expected a number, got {}", value_type_name(type));
+  if (!is_float() && !is_integer()) fail("expected a number, got {}", value_type_name(type));
   return float_of(type, bits);
 }
 
@@ -288,12 +297,9 @@ std::string Value::to_display(size_t max_items) const {
   std::string out = "[";
   for (size_t i = 0; i < n && i < max_items; ++i) {
     if (i) out += ", ";
-    if (elem == ValueType::STRING)
-      out += quote(strs[i], 40);
-    else if (elem == ValueType::ARRAY)
-      out += nested[i].to_display(max_items);
-    else
-      out += scalar_display(elem, elem_bits(*this, i));
+    if (elem == ValueType::STRING) out += quote(strs[i], 40);
+    else if (elem == ValueType::ARRAY) out += nested[i].to_display(max_items);
+    else out += scalar_display(elem, elem_bits(*this, i));
   }
   if (n > max_items) out += fmt::format(", ... ({} items)", n);
   return out + "]";

@@ -11,8 +11,19 @@
 namespace k3::gguf {
 
 enum class ValueType : uint32_t {
-  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6, BOOL = 7,
-  STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+  UINT8 = 0,
+  INT8 = 1,
+  UINT16 = 2,
+  INT16 = 3,
+  UINT32 = 4,
+  INT32 = 5,
+  FLOAT32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  UINT64 = 10,
+  INT64 = 11,
+  FLOAT64 = 12,
 };
 const char* value_type_name(ValueType t);
 // Bytes of one scalar of this type (0 for STRING/ARRAY).
@@ -50,10 +61,10 @@ struct Value {
   bool is_float() const;    // FLOAT32 / FLOAT64
 
   // Scalar accessors (throw on type mismatch or out-of-range).
-  int64_t as_int() const;        // any integer type
-  uint64_t as_uint() const;      // any integer type, value >= 0
-  double as_float() const;       // FLOAT32/FLOAT64 or any integer
-  bool as_bool() const;          // BOOL only
+  int64_t as_int() const;    // any integer type
+  uint64_t as_uint() const;  // any integer type, value >= 0
+  double as_float() const;   // FLOAT32/FLOAT64 or any integer
+  bool as_bool() const;      // BOOL only
   const std::string& as_string() const;
 
   // Array accessors.

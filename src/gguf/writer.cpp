@@ -42,9 +42,7 @@ class Buf {
 
 void put_value(Buf& b, const Value& v, const std::string& key) {
   switch (v.type) {
-    case ValueType::STRING:
-      b.str(v.str);
-      return;
+    case ValueType::STRING: b.str(v.str); return;
     case ValueType::ARRAY: {
       b.u32(static_cast<uint32_t>(v.elem));
       if (v.elem == ValueType::STRING) {
@@ -176,9 +174,8 @@ std::vector<std::string> write_gguf(const std::string& path,
     uint64_t a = shards.size() == 1 ? alignment : kDefaultAlignment;
     if (!align_up(p.nbytes, a, &p.padded)) fail("{}: tensor '{}' is too large", path, p.spec->name);
     std::vector<Planned>& cur = shards.back();
-    bool full = !cur.empty() &&
-                ((sp.max_tensors && cur.size() >= sp.max_tensors) ||
-                 (sp.max_bytes && running + p.padded > sp.max_bytes));
+    bool full = !cur.empty() && ((sp.max_tensors && cur.size() >= sp.max_tensors) ||
+                                 (sp.max_bytes && running + p.padded > sp.max_bytes));
     if (full) {
       shards.emplace_back();
       running = 0;
@@ -196,13 +193,13 @@ std::vector<std::string> write_gguf(const std::string& path,
     outs.push_back(write_shard(path, kvs, shards[0], alignment, opt, scratch));
     written.push_back(path);
   } else {
-    if (shards.size() > 65535) fail("{}: {} shards is more than split.count (UINT16) can hold", path, shards.size());
+    if (shards.size() > 65535)
+      fail("{}: {} shards is more than split.count (UINT16) can hold", path, shards.size());
     std::string prefix;
     uint32_t number = 0, count = 0;
     if (!parse_shard_name(path, &prefix, &number, &count)) {
       prefix = path;
-      if (prefix.size() > 5 && prefix.ends_with(".gguf"))
-        prefix.resize(prefix.size() - 5);
+      if (prefix.size() > 5 && prefix.ends_with(".gguf")) prefix.resize(prefix.size() - 5);
     }
     uint32_t n = static_cast<uint32_t>(shards.size());
     for (uint32_t i = 0; i < n; ++i) {

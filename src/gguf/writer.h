@@ -54,8 +54,7 @@ struct WriteOptions {
 // The metadata is always padded to the alignment, even without tensors (as ggml's writer does).
 std::vector<std::string> write_gguf(const std::string& path,
                                     const std::vector<std::pair<std::string, Value>>& kvs,
-                                    const std::vector<TensorSpec>& tensors,
-                                    const WriteOptions& opt = {});
+                                    const std::vector<TensorSpec>& tensors, const WriteOptions& opt = {});
 
 // Shard naming helper: "dir/name-00002-of-00008.gguf" for index 1, count 8 (index is 0-based,
 // like split.no; the name is 1-based).

@@ -49,7 +49,8 @@ std::string chat_output_gbnf(const ChatConstraint& c) {
     for (size_t i = 0; i < c.tools.size(); ++i) {
       const auto& t = c.tools[i];
       g += fmt::format(
-          "xtml-call-{} ::= <|open|> {} xtml-index \"\\\"\" <|sep|> <|open|> \"json type=\\\"object\\\"\" <|sep|> "
+          "xtml-call-{} ::= <|open|> {} xtml-index \"\\\"\" <|sep|> <|open|> \"json type=\\\"object\\\"\" "
+          "<|sep|> "
           "{} <|close|> \"json\" <|sep|> <|close|> \"call\" <|sep|>\n",
           i, gbnf_quote("call tool=\"" + attr_escape(t.name) + "\" index=\""), t.root);
     }

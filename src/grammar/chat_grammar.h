@@ -3,8 +3,8 @@
 // Contract: chat_output_gbnf() writes GBNF for the XTML turn the output parser expects
 // (docs/CHAT-FORMAT.md): an unconstrained think channel when the prompt opened one (ended by
 // C(think) T(response), or T(response) alone), the response channel whose content is the
-// content rules, else empty when a call is required, else free text, then the tools channel (absent, optional or required) whose
-// calls name declared tools and carry their arguments as a JSON block
+// content rules, else empty when a call is required, else free text, then the tools channel (absent, optional
+// or required) whose calls name declared tools and carry their arguments as a JSON block
 // (`<|open|>json type="object"<|sep|>{…}<|close|>json<|sep|>`), constrained by the tool's
 // rules, then C(message). Markers are special tokens (`<|open|>`…), so the text between them
 // can never forge one. Tag names and attribute values are escaped as the format says.

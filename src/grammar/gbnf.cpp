@@ -37,7 +37,8 @@ class Parser {
       while (p_ < s_.size()) parse_rule();
     }
     for (const auto& [name, id] : ids_)
-      if (!defined_[id]) fail("grammar: rule '{}' is used (offset {}) but never defined", name, first_use_[id]);
+      if (!defined_[id])
+        fail("grammar: rule '{}' is used (offset {}) but never defined", name, first_use_[id]);
     auto it = ids_.find(std::string(root_name));
     if (it == ids_.end()) fail("grammar: no rule named '{}' (the start rule)", root_name);
     g_.root = it->second;
@@ -47,7 +48,9 @@ class Parser {
 
  private:
   // ---- lexing ----
-  [[noreturn]] void error(std::string_view what) const { fail("grammar: {} at offset {}{}", what, p_, where_); }
+  [[noreturn]] void error(std::string_view what) const {
+    fail("grammar: {} at offset {}{}", what, p_, where_);
+  }
 
   void skip_space() {
     while (p_ < s_.size()) {
@@ -103,7 +106,10 @@ class Parser {
     for (int i = 0; i < digits; ++i) {
       if (p_ >= s_.size()) error("unfinished escape");
       char c = s_[p_++];
-      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      int d = c >= '0' && c <= '9'   ? c - '0'
+              : c >= 'a' && c <= 'f' ? c - 'a' + 10
+              : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                     : -1;
       if (d < 0) error("bad hex digit in escape");
       v = v * 16 + static_cast<uint32_t>(d);
     }
@@ -164,7 +170,8 @@ class Parser {
 
   void count(size_t n) {
     n_syms_ += n;
-    if (n_syms_ > lim_.max_symbols) fail("grammar: more than {} symbols after expansion (too large)", lim_.max_symbols);
+    if (n_syms_ > lim_.max_symbols)
+      fail("grammar: more than {} symbols after expansion (too large)", lim_.max_symbols);
   }
 
   // The symbols for a set of code points: one byte set when it is all ASCII, else a rule
@@ -324,10 +331,19 @@ class Parser {
       if (p_ >= s_.size()) return;
       char c = s_[p_];
       uint32_t lo, hi;  // hi == UINT32_MAX: unbounded
-      if (c == '*') { lo = 0; hi = UINT32_MAX; ++p_; }
-      else if (c == '+') { lo = 1; hi = UINT32_MAX; ++p_; }
-      else if (c == '?') { lo = 0; hi = 1; ++p_; }
-      else if (c == '{') {
+      if (c == '*') {
+        lo = 0;
+        hi = UINT32_MAX;
+        ++p_;
+      } else if (c == '+') {
+        lo = 1;
+        hi = UINT32_MAX;
+        ++p_;
+      } else if (c == '?') {
+        lo = 0;
+        hi = 1;
+        ++p_;
+      } else if (c == '{') {
         ++p_;
         skip_space();
         lo = number();
@@ -404,16 +420,23 @@ class Parser {
   void flatten() {
     const size_t n = alts_.size();
     // Productive rules: can derive a finite string (every reference in some alternative is).
-    std::vector<bool> productive = closure([](Sym s, const std::vector<bool>& in) { return s.kind != Sym::Ref || in[s.arg]; });
+    std::vector<bool> productive =
+        closure([](Sym s, const std::vector<bool>& in) { return s.kind != Sym::Ref || in[s.arg]; });
     if (!productive[g_.root])
-      fail("grammar: rule '{}' can never finish (every alternative recurses forever)", g_.rule_names[g_.root]);
+      fail("grammar: rule '{}' can never finish (every alternative recurses forever)",
+           g_.rule_names[g_.root]);
     // Prune alternatives that can never finish.
     for (auto& as : alts_)
-      as.erase(std::remove_if(as.begin(), as.end(), [&](const Alt& a) {
-                 return std::any_of(a.begin(), a.end(), [&](Sym s) { return s.kind == Sym::Ref && !productive[s.arg]; });
-               }), as.end());
+      as.erase(std::remove_if(as.begin(), as.end(),
+                              [&](const Alt& a) {
+                                return std::any_of(a.begin(), a.end(), [&](Sym s) {
+                                  return s.kind == Sym::Ref && !productive[s.arg];
+                                });
+                              }),
+               as.end());
     // Nullable rules, then left recursion: an edge r → q when q can start r.
-    std::vector<bool> nullable = closure([](Sym s, const std::vector<bool>& in) { return s.kind == Sym::Ref && in[s.arg]; });
+    std::vector<bool> nullable =
+        closure([](Sym s, const std::vector<bool>& in) { return s.kind == Sym::Ref && in[s.arg]; });
     std::vector<std::vector<uint32_t>> left(n);
     for (size_t r = 0; r < n; ++r)
       for (const Alt& a : alts_[r])
@@ -432,9 +455,10 @@ class Parser {
         if (i < left[r].size()) {
           uint32_t q = left[r][i++];
           if (mark[q] == 1)
-            fail("grammar: rule '{}' is left-recursive (it can reach itself without consuming input; "
-                 "rewrite it right-recursively, and do not repeat something that can match empty)",
-                 display_name(q));
+            fail(
+                "grammar: rule '{}' is left-recursive (it can reach itself without consuming input; "
+                "rewrite it right-recursively, and do not repeat something that can match empty)",
+                display_name(q));
           if (mark[q] == 0) {
             mark[q] = 1;
             st.push_back({q, 0});

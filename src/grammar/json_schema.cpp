@@ -27,9 +27,9 @@ constexpr int kIntDigits = 16;
 
 // Keywords that never constrain (annotations and vocabulary plumbing).
 const std::set<std::string> kAnnotations = {
-    "title", "description", "examples", "default", "$schema", "$id", "$comment", "deprecated",
-    "readOnly", "writeOnly", "$defs", "definitions", "$anchor", "$vocabulary", "contentMediaType",
-    "contentEncoding"};
+    "title",    "description", "examples",         "default",        "$schema", "$id",
+    "$comment", "deprecated",  "readOnly",         "writeOnly",      "$defs",   "definitions",
+    "$anchor",  "$vocabulary", "contentMediaType", "contentEncoding"};
 
 std::string pointer_escape(std::string_view s) {
   std::string out;
@@ -46,7 +46,8 @@ std::string base_rules(const std::string& p) {
   std::string hex = "[0-9a-fA-F]";
   return fmt::format(
       "{0}ws ::= ( \" \" | \"\\n\" \" \"{{0,20}} )?\n"
-      "{0}char ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" ( [0-9a-cA-CeEfF] {1}{{3}} | [dD] [0-7] {1}{{2}} ) )\n"
+      "{0}char ::= [^\"\\\\\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" ( [0-9a-cA-CeEfF] {1}{{3}} | "
+      "[dD] [0-7] {1}{{2}} ) )\n"
       "{0}string ::= \"\\\"\" {0}char* \"\\\"\"\n"
       "{0}integer ::= \"-\"? ( \"0\" | [1-9] [0-9]{{0,15}} )\n"
       "{0}number ::= {0}integer ( \".\" [0-9]{{1,16}} )? ( [eE] [-+]? [0-9]{{1,2}} )?\n"
@@ -85,13 +86,15 @@ std::string cls(char lo, char hi) {
 std::string ge_tail(std::string_view t) {
   if (t.empty()) return "\"\"";
   std::string alt = fmt::format("( \"{}\" {}", t[0], ge_tail(t.substr(1)));
-  if (t[0] < '9') alt += fmt::format(" | {} {}", cls(static_cast<char>(t[0] + 1), '9'), digits_any(t.size() - 1));
+  if (t[0] < '9')
+    alt += fmt::format(" | {} {}", cls(static_cast<char>(t[0] + 1), '9'), digits_any(t.size() - 1));
   return alt + " )";
 }
 std::string le_tail(std::string_view t) {
   if (t.empty()) return "\"\"";
   std::string alt = fmt::format("( \"{}\" {}", t[0], le_tail(t.substr(1)));
-  if (t[0] > '0') alt += fmt::format(" | {} {}", cls('0', static_cast<char>(t[0] - 1)), digits_any(t.size() - 1));
+  if (t[0] > '0')
+    alt += fmt::format(" | {} {}", cls('0', static_cast<char>(t[0] - 1)), digits_any(t.size() - 1));
   return alt + " )";
 }
 // Digit strings between a and b (same length, a <= b).
@@ -100,7 +103,8 @@ std::string between(std::string_view a, std::string_view b) {
   if (a[0] == b[0]) return fmt::format("\"{}\" {}", a[0], between(a.substr(1), b.substr(1)));
   std::string alt = fmt::format("( \"{}\" {}", a[0], ge_tail(a.substr(1)));
   if (b[0] - a[0] > 1)
-    alt += fmt::format(" | {} {}", cls(static_cast<char>(a[0] + 1), static_cast<char>(b[0] - 1)), digits_any(a.size() - 1));
+    alt += fmt::format(" | {} {}", cls(static_cast<char>(a[0] + 1), static_cast<char>(b[0] - 1)),
+                       digits_any(a.size() - 1));
   alt += fmt::format(" | \"{}\" {} )", b[0], le_tail(b.substr(1)));
   return alt;
 }
@@ -265,7 +269,8 @@ class Compiler {
       used.insert("format");
       if (!f->is_string()) invalid("'format' must be a string", path);
       if (std::string r = format_rule(f->get<std::string>()); !r.empty()) {
-        if (s.contains("minLength") || s.contains("maxLength")) refuse("minLength/maxLength' with 'format", path);
+        if (s.contains("minLength") || s.contains("maxLength"))
+          refuse("minLength/maxLength' with 'format", path);
         return r;
       }
       refuse("format: " + f->get<std::string>(), path);
@@ -288,7 +293,8 @@ class Compiler {
       return name;
     };
     const std::string date =
-        "[0-9]{4} \"-\" ( ( \"01\" | \"03\" | \"05\" | \"07\" | \"08\" | \"10\" | \"12\" ) \"-\" ( \"0\" [1-9] | [12] [0-9] | \"3\" [01] )"
+        "[0-9]{4} \"-\" ( ( \"01\" | \"03\" | \"05\" | \"07\" | \"08\" | \"10\" | \"12\" ) \"-\" ( \"0\" "
+        "[1-9] | [12] [0-9] | \"3\" [01] )"
         " | ( \"04\" | \"06\" | \"09\" | \"11\" ) \"-\" ( \"0\" [1-9] | [12] [0-9] | \"30\" )"
         " | \"02-\" ( \"0\" [1-9] | \"1\" [0-9] | \"2\" [0-8] ) )";
     const std::string time =
@@ -299,13 +305,19 @@ class Compiler {
     if (f == "time") return once(f, "\"\\\"\" " + time + " \"\\\"\"");
     if (f == "date-time") return once(f, "\"\\\"\" " + date + " \"T\" " + time + " \"\\\"\"");
     if (f == "uuid")
-      return once(f, fmt::format("\"\\\"\" {0}{{8}} \"-\" {0}{{4}} \"-\" {0}{{4}} \"-\" {0}{{4}} \"-\" {0}{{12}} \"\\\"\"", hx));
+      return once(
+          f,
+          fmt::format(
+              "\"\\\"\" {0}{{8}} \"-\" {0}{{4}} \"-\" {0}{{4}} \"-\" {0}{{4}} \"-\" {0}{{12}} \"\\\"\"", hx));
     if (f == "ipv4") {
-      const std::string octet = "( \"25\" [0-5] | \"2\" [0-4] [0-9] | \"1\" [0-9] [0-9] | [1-9] [0-9] | [0-9] )";
+      const std::string octet =
+          "( \"25\" [0-5] | \"2\" [0-4] [0-9] | \"1\" [0-9] [0-9] | [1-9] [0-9] | [0-9] )";
       return once(f, fmt::format("\"\\\"\" {0} \".\" {0} \".\" {0} \".\" {0} \"\\\"\"", octet));
     }
     if (f == "email")
-      return once(f, "\"\\\"\" [a-z0-9]{1,16} ( \".\" [a-z0-9]{1,16} )? \"@\" [a-z0-9]{1,16} \".\" [a-z]{2,8} \"\\\"\"");
+      return once(
+          f,
+          "\"\\\"\" [a-z0-9]{1,16} ( \".\" [a-z0-9]{1,16} )? \"@\" [a-z0-9]{1,16} \".\" [a-z]{2,8} \"\\\"\"");
     return "";
   }
 
@@ -336,7 +348,8 @@ class Compiler {
     if (H < 0) {
       body = "\"-\" " + nonneg_range(static_cast<uint64_t>(-H), static_cast<uint64_t>(-L));
     } else if (L < 0) {
-      body = "\"-\" " + nonneg_range(1, static_cast<uint64_t>(-L)) + " | " + nonneg_range(0, static_cast<uint64_t>(H));
+      body = "\"-\" " + nonneg_range(1, static_cast<uint64_t>(-L)) + " | " +
+             nonneg_range(0, static_cast<uint64_t>(H));
     } else {
       body = nonneg_range(static_cast<uint64_t>(L), static_cast<uint64_t>(H));
     }
@@ -378,7 +391,7 @@ class Compiler {
     for (size_t n = 0; n < t.size(); ++n) {
       std::string alts;
       if (n != 0 && !t[n].word) alts = "\"\"";  // stopping here is not a declared key
-      std::string excl;  // the characters that stay on the trie
+      std::string excl;                         // the characters that stay on the trie
       for (auto [c, m] : t[n].next) {
         alts += fmt::format("{}\"{}\" {}-{}", alts.empty() ? "" : " | ", c, base, m);
         excl += c;
@@ -419,7 +432,8 @@ class Compiler {
       if (!it->is_object()) invalid("'properties' must be an object", path);
       for (auto& [k, v] : it->items()) {
         declared.push_back(k);
-        props.push_back({k, rule_for(v, path + "/properties/" + pointer_escape(k), depth + 1), required.count(k) > 0});
+        props.push_back(
+            {k, rule_for(v, path + "/properties/" + pointer_escape(k), depth + 1), required.count(k) > 0});
       }
     }
     for (const std::string& r : required)
@@ -437,13 +451,15 @@ class Compiler {
     }
     const std::string ws = p_ + "ws";
     auto kv = [&](const Prop& p) {
-      return fmt::format("{} {} \":\" {} {} {}", gbnf_quote(text::py_json_string(p.name)), ws, ws, p.value, ws);
+      return fmt::format("{} {} \":\" {} {} {}", gbnf_quote(text::py_json_string(p.name)), ws, ws, p.value,
+                         ws);
     };
     // head(i): properties i.. with none written yet; tail(i): with at least one written.
     const size_t n = props.size();
     std::vector<std::string> head(n + 1), tail(n + 1);
     std::string extra_kv;
-    if (!extra_value.empty()) extra_kv = fmt::format("{} {} \":\" {} {} {}", extra_key(declared), ws, ws, extra_value, ws);
+    if (!extra_value.empty())
+      extra_kv = fmt::format("{} {} \":\" {} {} {}", extra_key(declared), ws, ws, extra_value, ws);
     if (extra_kv.empty()) {
       head[n] = "\"\"";
       tail[n] = "\"\"";
@@ -553,7 +569,8 @@ class Compiler {
   std::string ref(const Json& r, const std::string& path, size_t depth) {
     if (!r.is_string()) invalid("'$ref' must be a string", path);
     const std::string target = r.get<std::string>();
-    if (target.empty() || target[0] != '#') invalid(fmt::format("only local references are supported ('{}')", target), path);
+    if (target.empty() || target[0] != '#')
+      invalid(fmt::format("only local references are supported ('{}')", target), path);
     if (auto it = refs_.find(target); it != refs_.end()) return it->second;
     // Resolve the JSON pointer against the root schema.
     const Json* node = &root_;
@@ -574,7 +591,8 @@ class Compiler {
       }
       if (node->is_object() && node->contains(key)) node = &(*node)[key];
       else if (node->is_array() && !key.empty() && std::all_of(key.begin(), key.end(), ::isdigit) &&
-               std::stoul(key) < node->size()) node = &(*node)[std::stoul(key)];
+               std::stoul(key) < node->size())
+        node = &(*node)[std::stoul(key)];
       else invalid(fmt::format("'$ref' {} points at nothing", target), path);
       at = end == std::string::npos ? ptr.size() : end;
     }
@@ -603,7 +621,8 @@ std::string json_schema_to_gbnf(const Json& schema, const SchemaOptions& opt) {
 
 std::string json_any_gbnf(bool object_only, std::string_view prefix) {
   const std::string p(prefix);
-  return fmt::format("{}root ::= {}\n", p, object_only ? p + "anyobj-0" : p + "any-0") + base_rules(p) + any_rules(p);
+  return fmt::format("{}root ::= {}\n", p, object_only ? p + "anyobj-0" : p + "any-0") + base_rules(p) +
+         any_rules(p);
 }
 
 }  // namespace k3::grammar

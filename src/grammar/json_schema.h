@@ -10,7 +10,8 @@
 // What the grammar generates (the narrowing, docs/grammar.md):
 //   - no whitespace around the root value; between tokens inside arrays and objects at most
 //     one space, or a newline and up to 20 spaces;
-//   - integers -?(0|[1-9][0-9]{0,15}); numbers add .[0-9]{1,16} and e[+-]?[0-9]{1,2} (so every number is a finite double);
+//   - integers -?(0|[1-9][0-9]{0,15}); numbers add .[0-9]{1,16} and e[+-]?[0-9]{1,2} (so every number is a
+//   finite double);
 //     integer bounds are exact (digit ranges), within 16 digits;
 //   - object properties in declaration order, required ones always, optional ones when
 //     chosen; extra properties (additionalProperties true or a schema) only after the declared
@@ -32,8 +33,8 @@
 namespace k3::grammar {
 
 struct SchemaOptions {
-  bool strict = true;   // true: a keyword we cannot honour is an error; false: it is ignored
-  std::string prefix;   // prepended to every rule name this call defines
+  bool strict = true;  // true: a keyword we cannot honour is an error; false: it is ignored
+  std::string prefix;  // prepended to every rule name this call defines
 };
 
 // Throws k3::Error, e.g. "json_schema: unsupported keyword 'patternProperties' at /properties/tags"

@@ -37,9 +37,9 @@ struct GrammarMatcher::Impl {
   std::shared_ptr<const TokenVocab> v;
   MatcherLimits lim;
   Stats* stats = nullptr;
-  std::vector<int32_t> token_of_sym;                 // Token arg → vocabulary id
+  std::vector<int32_t> token_of_sym;                   // Token arg → vocabulary id
   std::unordered_map<int32_t, uint32_t> sym_of_token;  // vocabulary id → Token arg
-  size_t alpha = 256;                                // bytes, then the named tokens
+  size_t alpha = 256;                                  // bytes, then the named tokens
   size_t mask_words = 0;
 
   std::vector<Node> nodes{{0, 0}};  // nodes[0]: the empty stack
@@ -58,7 +58,8 @@ struct GrammarMatcher::Impl {
   void spend(size_t n) {
     work += n;
     if (work > lim.max_work_per_token)
-      fail("grammar: one token needed more than {} parser steps (the grammar is too ambiguous)", lim.max_work_per_token);
+      fail("grammar: one token needed more than {} parser steps (the grammar is too ambiguous)",
+           lim.max_work_per_token);
   }
 
   // scratch for expansion
@@ -117,7 +118,8 @@ struct GrammarMatcher::Impl {
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
     if (out.size() > lim.max_stacks_per_state)
-      fail("grammar: more than {} parses alive at once (the grammar is too ambiguous)", lim.max_stacks_per_state);
+      fail("grammar: more than {} parses alive at once (the grammar is too ambiguous)",
+           lim.max_stacks_per_state);
     auto [it, added] = state_ids.try_emplace(out, static_cast<int32_t>(states.size()));
     if (added) {
       states.push_back(out);
@@ -137,8 +139,9 @@ struct GrammarMatcher::Impl {
       if (s == kEmpty) continue;
       const Node n = nodes[static_cast<size_t>(s)];
       const Sym top = g->syms[n.pos];
-      const bool match = sym < 256 ? top.kind == Sym::Bytes && byte_in(g->byte_sets[top.arg], static_cast<uint8_t>(sym))
-                                   : top.kind == Sym::Token && top.arg == sym - 256;
+      const bool match =
+          sym < 256 ? top.kind == Sym::Bytes && byte_in(g->byte_sets[top.arg], static_cast<uint8_t>(sym))
+                    : top.kind == Sym::Token && top.arg == sym - 256;
       if (!match) continue;
       expand(g->syms[n.pos + 1].kind == Sym::End ? n.parent : node(n.pos + 1, n.parent));
     }

@@ -24,9 +24,8 @@ TokenVocab::TokenVocab(std::vector<std::string> pieces, std::vector<TokenClass> 
   }
   // Sorting the pieces lays the trie out in depth-first order: a node is a distinct prefix,
   // a new node starts where a piece's bytes leave the previous piece's.
-  std::sort(text.begin(), text.end(), [&](int32_t a, int32_t b) {
-    return pieces_[a] != pieces_[b] ? pieces_[a] < pieces_[b] : a < b;
-  });
+  std::sort(text.begin(), text.end(),
+            [&](int32_t a, int32_t b) { return pieces_[a] != pieces_[b] ? pieces_[a] < pieces_[b] : a < b; });
   Trie& t = trie_;
   std::vector<uint32_t> path;  // node index per depth of the current piece
   std::string prev;

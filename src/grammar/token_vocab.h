@@ -12,7 +12,9 @@
 #include <unordered_map>
 #include <vector>
 
-namespace k3::text { class Tokenizer; }
+namespace k3::text {
+class Tokenizer;
+}
 
 namespace k3::grammar {
 

@@ -67,10 +67,8 @@ std::vector<CodeRange> normalize_ranges(std::vector<CodeRange> r) {
   std::sort(cut.begin(), cut.end(), [](CodeRange a, CodeRange b) { return a.lo < b.lo; });
   std::vector<CodeRange> out;
   for (CodeRange x : cut) {
-    if (!out.empty() && x.lo <= out.back().hi + 1)
-      out.back().hi = std::max(out.back().hi, x.hi);
-    else
-      out.push_back(x);
+    if (!out.empty() && x.lo <= out.back().hi + 1) out.back().hi = std::max(out.back().hi, x.hi);
+    else out.push_back(x);
   }
   return out;
 }

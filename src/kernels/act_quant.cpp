@@ -47,8 +47,8 @@ void quantize_act_q8_0(const float* x, BlockQ8_0A* y, int64_t n) {
   for (int64_t b = 0; b < n / 32; ++b, x += 32) {
     const __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8), v2 = _mm256_loadu_ps(x + 16),
                  v3 = _mm256_loadu_ps(x + 24);
-    const float amax = hmax(_mm256_max_ps(_mm256_max_ps(abs_ps(v0), abs_ps(v1)),
-                                          _mm256_max_ps(abs_ps(v2), abs_ps(v3))));
+    const float amax =
+        hmax(_mm256_max_ps(_mm256_max_ps(abs_ps(v0), abs_ps(v1)), _mm256_max_ps(abs_ps(v2), abs_ps(v3))));
     const float d = amax / 127.0f;
     const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
     y[b].d = d;

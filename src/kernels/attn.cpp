@@ -11,7 +11,8 @@ namespace k3::kernels {
 
 float dot_f32(const float* a, const float* b, int64_t n) {
   // Four independent chains: one FMA chain is latency-bound (4-5 cycles per 8 products).
-  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(),
+         s3 = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
     s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
@@ -28,7 +29,8 @@ float dot_f32(const float* a, const float* b, int64_t n) {
 void axpy_f32(float alpha, const float* x, float* y, int64_t n) {
   const __m256 va = _mm256_set1_ps(alpha);
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
   for (; i < n; ++i) y[i] = std::fma(alpha, x[i], y[i]);
 }
 

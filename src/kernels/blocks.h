@@ -12,16 +12,55 @@
 
 namespace k3::kernels::blk {
 
-struct Q8_0 { uint16_t d; int8_t qs[32]; };
-struct MXFP4 { uint8_t e; uint8_t qs[16]; };
-struct Q2_K { uint8_t scales[16]; uint8_t qs[64]; uint16_t d, dmin; };
-struct Q3_K { uint8_t hmask[32]; uint8_t qs[64]; uint8_t scales[12]; uint16_t d; };
-struct Q4_K { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[128]; };
-struct Q6_K { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; };
-struct IQ2_XXS { uint16_t d; uint16_t qs[32]; };
-struct IQ2_XS { uint16_t d; uint16_t qs[32]; uint8_t scales[8]; };
-struct IQ1_S { uint16_t d; uint8_t qs[32]; uint16_t qh[8]; };
-struct IQ1_M { uint8_t qs[32]; uint8_t qh[16]; uint8_t scales[8]; };
+struct Q8_0 {
+  uint16_t d;
+  int8_t qs[32];
+};
+struct MXFP4 {
+  uint8_t e;
+  uint8_t qs[16];
+};
+struct Q2_K {
+  uint8_t scales[16];
+  uint8_t qs[64];
+  uint16_t d, dmin;
+};
+struct Q3_K {
+  uint8_t hmask[32];
+  uint8_t qs[64];
+  uint8_t scales[12];
+  uint16_t d;
+};
+struct Q4_K {
+  uint16_t d, dmin;
+  uint8_t scales[12];
+  uint8_t qs[128];
+};
+struct Q6_K {
+  uint8_t ql[128];
+  uint8_t qh[64];
+  int8_t scales[16];
+  uint16_t d;
+};
+struct IQ2_XXS {
+  uint16_t d;
+  uint16_t qs[32];
+};
+struct IQ2_XS {
+  uint16_t d;
+  uint16_t qs[32];
+  uint8_t scales[8];
+};
+struct IQ1_S {
+  uint16_t d;
+  uint8_t qs[32];
+  uint16_t qh[8];
+};
+struct IQ1_M {
+  uint8_t qs[32];
+  uint8_t qh[16];
+  uint8_t scales[8];
+};
 
 static_assert(sizeof(Q8_0) == 34 && sizeof(MXFP4) == 17 && sizeof(Q2_K) == 84);
 static_assert(sizeof(Q3_K) == 110 && sizeof(Q4_K) == 144 && sizeof(Q6_K) == 210);
@@ -66,8 +105,8 @@ inline void q3k_scales(const uint8_t* s, int8_t out[16]) {
 inline float iq1m_d(const uint8_t* scales) {
   uint16_t sc[4];
   std::memcpy(sc, scales, 8);
-  const uint16_t bits = static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 12) << 4) |
-                                              ((sc[2] >> 12) << 8) | ((sc[3] >> 12) << 12));
+  const uint16_t bits = static_cast<uint16_t>((sc[0] >> 12) | ((sc[1] >> 12) << 4) | ((sc[2] >> 12) << 8) |
+                                              ((sc[3] >> 12) << 12));
   return f16(bits);
 }
 

@@ -12,8 +12,8 @@
 
 namespace k3::kernels {
 
-void matmul_gate_up_situ(const WeightView& gate, const WeightView& up, const float* x,
-                         int64_t n_tok, float* y, ThreadPool* pool, float beta, float lambda,
-                         int64_t x_stride = -1, int64_t y_stride = -1);
+void matmul_gate_up_situ(const WeightView& gate, const WeightView& up, const float* x, int64_t n_tok,
+                         float* y, ThreadPool* pool, float beta, float lambda, int64_t x_stride = -1,
+                         int64_t y_stride = -1);
 
 }  // namespace k3::kernels

@@ -43,8 +43,7 @@ const void* prepare_activations(const DotKernel& k, const float* x, int64_t n_to
     act_buf.resize(act_stride * static_cast<size_t>(n_tok));
   uint8_t* dst = act_buf.data();
   auto quantize = [&](int64_t t0, int64_t t1, int) {
-    for (int64_t t = t0; t < t1; ++t)
-      quantize_act_row(k.act, x + t * x_stride, dst + t * act_stride, cols);
+    for (int64_t t = t0; t < t1; ++t) quantize_act_row(k.act, x + t * x_stride, dst + t * act_stride, cols);
   };
   if (n_tok >= 4) parallel_for(pool, n_tok, quantize, 2, kChunksPerThread);
   else quantize(0, n_tok, 0);
@@ -99,8 +98,8 @@ void run_rows(const RowTask& t, int64_t r0, int64_t r1) {
   }
 }
 
-void matmul(const WeightView& w, const float* x, int64_t n_tok, float* y, ThreadPool* pool,
-            int64_t x_stride, int64_t y_stride) {
+void matmul(const WeightView& w, const float* x, int64_t n_tok, float* y, ThreadPool* pool, int64_t x_stride,
+            int64_t y_stride) {
   if (x_stride < 0) x_stride = w.cols;
   if (y_stride < 0) y_stride = w.rows;
   if (w.rows <= 0 || n_tok <= 0) return;
@@ -112,14 +111,16 @@ void matmul(const WeightView& w, const float* x, int64_t n_tok, float* y, Thread
   RowTask t;
   t.k = k;
   t.w = &w;
-  t.act = static_cast<const uint8_t*>(prepare_activations(*k, x, n_tok, w.cols, x_stride, pool, t.act_stride));
+  t.act =
+      static_cast<const uint8_t*>(prepare_activations(*k, x, n_tok, w.cols, x_stride, pool, t.act_stride));
   t.n_tok = n_tok;
   t.y = y;
   t.y_stride = y_stride;
   const size_t row_bytes = std::max<size_t>(1, w.row_stride);
   const int64_t grain =
       n_tok == 1 ? std::max<int64_t>(1, static_cast<int64_t>(kMinDecodeBytes / row_bytes)) : 1;
-  parallel_for(pool, w.rows, [&](int64_t r0, int64_t r1, int) { run_rows(t, r0, r1); }, grain, kChunksPerThread);
+  parallel_for(
+      pool, w.rows, [&](int64_t r0, int64_t r1, int) { run_rows(t, r0, r1); }, grain, kChunksPerThread);
 }
 
 }  // namespace k3::kernels

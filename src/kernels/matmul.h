@@ -21,9 +21,9 @@ namespace k3::kernels {
 struct WeightView {
   quant::Type type = quant::Type::F32;
   const void* data = nullptr;
-  int64_t cols = 0;        // ne[0]: input features
-  int64_t rows = 0;        // ne[1]: output features
-  size_t row_stride = 0;   // bytes between rows
+  int64_t cols = 0;       // ne[0]: input features
+  int64_t rows = 0;       // ne[1]: output features
+  size_t row_stride = 0;  // bytes between rows
 
   const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * row_stride; }
 };
@@ -36,7 +36,7 @@ void matmul(const WeightView& w, const float* x, int64_t n_tok, float* y, Thread
             int64_t x_stride = -1, int64_t y_stride = -1);
 
 // Plain dequantize-then-dot reference, kept for testing the fast paths.
-void matmul_reference(const WeightView& w, const float* x, int64_t n_tok, float* y,
-                      int64_t x_stride = -1, int64_t y_stride = -1);
+void matmul_reference(const WeightView& w, const float* x, int64_t n_tok, float* y, int64_t x_stride = -1,
+                      int64_t y_stride = -1);
 
 }  // namespace k3::kernels

@@ -35,8 +35,14 @@ struct Prepared {
 double time_per_byte(quant::Type t) {
   using quant::Type;
   switch (t) {
-    case Type::IQ1_M: case Type::IQ2_XXS: case Type::Q3_K: case Type::Q4_K: return 2.5;
-    case Type::IQ1_S: case Type::IQ2_XS: case Type::MXFP4: case Type::Q2_K: return 4.0;
+    case Type::IQ1_M:
+    case Type::IQ2_XXS:
+    case Type::Q3_K:
+    case Type::Q4_K: return 2.5;
+    case Type::IQ1_S:
+    case Type::IQ2_XS:
+    case Type::MXFP4:
+    case Type::Q2_K: return 4.0;
     case Type::Q6_K: return 1.3;
     default: return 1.0;
   }
@@ -132,11 +138,13 @@ void matmul_batch(std::span<const MatmulJob> jobs, ThreadPool* pool) {
   // cuts the units into per-thread runs of halving chunks, at least kMinDecodeBytes each, and
   // a range of units runs the rows whose cost falls in it.
   const double unit_cost = static_cast<double>(kMinDecodeBytes) / kUnitsPerGrain;
-  const int64_t n_units =
-      pool && pool->size() > 1 ? std::clamp<int64_t>(static_cast<int64_t>(cost / unit_cost), 1, kMaxUnits) : 1;
+  const int64_t n_units = pool && pool->size() > 1
+                              ? std::clamp<int64_t>(static_cast<int64_t>(cost / unit_cost), 1, kMaxUnits)
+                              : 1;
   auto row_at = [&](const Prepared& p, int64_t unit) {
     if (unit >= n_units) return p.job->w.rows;
-    const double r = (cost * static_cast<double>(unit) / static_cast<double>(n_units) - p.cost_begin) / p.cost_per_row;
+    const double r =
+        (cost * static_cast<double>(unit) / static_cast<double>(n_units) - p.cost_begin) / p.cost_per_row;
     return std::clamp<int64_t>(static_cast<int64_t>(r + 0.5), 0, p.job->w.rows);
   };
   auto run_units = [&](int64_t u0, int64_t u1, int) {

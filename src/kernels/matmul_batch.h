@@ -17,8 +17,8 @@
 namespace k3::kernels {
 
 struct MatmulJob {
-  WeightView w;                   // the weight (the gate of a fused pair)
-  const WeightView* up = nullptr; // fused pair: y = act(w·x, up·x, act_ctx)
+  WeightView w;                    // the weight (the gate of a fused pair)
+  const WeightView* up = nullptr;  // fused pair: y = act(w·x, up·x, act_ctx)
   GateUpFn act = nullptr;
   const void* act_ctx = nullptr;
   const float* x = nullptr;

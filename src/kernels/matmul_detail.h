@@ -18,8 +18,8 @@
 
 namespace k3::kernels {
 
-inline constexpr size_t kTileBytes = 96 * 1024;        // weight rows per prefill tile (L2)
-inline constexpr size_t kMinDecodeBytes = 16 * 1024;   // smallest weight slice worth a thread
+inline constexpr size_t kTileBytes = 96 * 1024;       // weight rows per prefill tile (L2)
+inline constexpr size_t kMinDecodeBytes = 16 * 1024;  // smallest weight slice worth a thread
 
 const void* prepare_activations(const DotKernel& k, const float* x, int64_t n_tok, int64_t cols,
                                 int64_t x_stride, ThreadPool* pool, size_t& act_stride);
@@ -37,7 +37,7 @@ struct RowTask {
   const WeightView* up = nullptr;  // fused pair when set: y = act_fn(w·x, up·x, act_ctx)
   GateUpFn act_fn = nullptr;
   const void* act_ctx = nullptr;
-  const uint8_t* act = nullptr;    // converted activations, act_stride bytes per token
+  const uint8_t* act = nullptr;  // converted activations, act_stride bytes per token
   size_t act_stride = 0;
   int64_t n_tok = 0;
   float* y = nullptr;

@@ -5,8 +5,8 @@
 
 namespace k3::kernels {
 
-void matmul_reference(const WeightView& w, const float* x, int64_t n_tok, float* y,
-                      int64_t x_stride, int64_t y_stride) {
+void matmul_reference(const WeightView& w, const float* x, int64_t n_tok, float* y, int64_t x_stride,
+                      int64_t y_stride) {
   if (x_stride < 0) x_stride = w.cols;
   if (y_stride < 0) y_stride = w.rows;
   std::vector<float> row(static_cast<size_t>(w.cols));

@@ -32,7 +32,8 @@ void scale_row(const float* x, const float* w, float* y, int64_t n, float scale)
   if (w) {
     // (x·scale)·w: the same two roundings as ggml's rms_norm followed by the weight multiply
     for (; i + 8 <= n; i += 8)
-      _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), s), _mm256_loadu_ps(w + i)));
+      _mm256_storeu_ps(y + i,
+                       _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), s), _mm256_loadu_ps(w + i)));
     for (; i < n; ++i) y[i] = (x[i] * scale) * w[i];
   } else {
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), s));

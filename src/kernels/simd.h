@@ -46,13 +46,12 @@ inline const uint8_t* tok(const void* act, size_t stride, int t) {
 #define K3_UNROLL _Pragma("GCC unroll 16")
 
 // Expands to the public entry point dot_<name> dispatching on nt to name##_nt<NT>.
-#define K3_DOT_DISPATCH(name)                                                              \
-  void dot_##name(int64_t n, const void* w, const void* act, size_t st, int nt,           \
-                  float* out) {                                                            \
-    switch (nt) {                                                                          \
-      case 1: name##_nt<1>(n, w, act, st, out); break;                                    \
-      case 2: name##_nt<2>(n, w, act, st, out); break;                                    \
-      case 3: name##_nt<3>(n, w, act, st, out); break;                                    \
-      default: name##_nt<4>(n, w, act, st, out); break;                                   \
-    }                                                                                      \
+#define K3_DOT_DISPATCH(name)                                                                 \
+  void dot_##name(int64_t n, const void* w, const void* act, size_t st, int nt, float* out) { \
+    switch (nt) {                                                                             \
+      case 1: name##_nt<1>(n, w, act, st, out); break;                                        \
+      case 2: name##_nt<2>(n, w, act, st, out); break;                                        \
+      case 3: name##_nt<3>(n, w, act, st, out); break;                                        \
+      default: name##_nt<4>(n, w, act, st, out); break;                                       \
+    }                                                                                         \
   }

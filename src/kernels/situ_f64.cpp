@@ -35,7 +35,8 @@ inline __m256d exp4(__m256d x) {
   __m256d p = _mm256_set1_pd(kInvFact[13]);
   for (int i = 12; i >= 0; --i) p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(kInvFact[i]));
   const __m128i ki = _mm256_cvtpd_epi32(k);
-  const __m256i bits = _mm256_slli_epi64(_mm256_add_epi64(_mm256_cvtepi32_epi64(ki), _mm256_set1_epi64x(1023)), 52);
+  const __m256i bits =
+      _mm256_slli_epi64(_mm256_add_epi64(_mm256_cvtepi32_epi64(ki), _mm256_set1_epi64x(1023)), 52);
   return _mm256_mul_pd(p, _mm256_castsi256_pd(bits));
 }
 
@@ -45,7 +46,8 @@ inline __m256d tanh4(__m256d y) {
   const __m256d sign = _mm256_set1_pd(-0.0);
   const __m256d a = _mm256_andnot_pd(sign, y);
   const __m256d t = exp4(_mm256_mul_pd(a, _mm256_set1_pd(-2.0)));
-  const __m256d big = _mm256_div_pd(_mm256_sub_pd(_mm256_set1_pd(1.0), t), _mm256_add_pd(_mm256_set1_pd(1.0), t));
+  const __m256d big =
+      _mm256_div_pd(_mm256_sub_pd(_mm256_set1_pd(1.0), t), _mm256_add_pd(_mm256_set1_pd(1.0), t));
   const __m256d a2 = _mm256_mul_pd(a, a);
   __m256d s = _mm256_set1_pd(-1382.0 / 155925.0);
   s = _mm256_fmadd_pd(s, a2, _mm256_set1_pd(62.0 / 2835.0));

@@ -31,8 +31,7 @@ inline constexpr int kDecodePrefetchBytes = 3072;
 
 enum class ActFormat { F32, Q8_0, Q8_K };
 
-using DotFn = void (*)(int64_t n, const void* w, const void* act, size_t act_stride, int nt,
-                       float* out);
+using DotFn = void (*)(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);
 using DotScalarFn = float (*)(int64_t n, const void* w, const void* act);
 using DotRowsFn = void (*)(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                            float* out);
@@ -40,8 +39,8 @@ using DotRowsFn = void (*)(int64_t n, const void* w, size_t row_stride, int64_t 
 struct DotKernel {
   quant::Type type;
   ActFormat act;
-  DotFn dot;              // SIMD (AVX2), 1..kMaxDotTokens tokens
-  DotScalarFn dot_scalar; // reference twin, one token
+  DotFn dot;                     // SIMD (AVX2), 1..kMaxDotTokens tokens
+  DotScalarFn dot_scalar;        // reference twin, one token
   DotRowsFn dot_rows = nullptr;  // decode over several rows, where the type has it
 };
 

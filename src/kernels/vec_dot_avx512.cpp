@@ -384,16 +384,20 @@ struct Iq1s : Iq1 {
   __m256 block(const Block& x, const Q8KRegs& y, __m256 acc) const {
     // 50-byte block: only the row's last one needs the mask (25 words).
     const __m512i bytes = kLast ? _mm512_maskz_loadu_epi16(0x1FFFFFF, &x) : _mm512_loadu_si512(&x);
-    const __m512i qs = _mm512_maskz_permutexvar_epi8(0x5555555555555555ull, _mm512_load_si512(kIq1sQsBytes.v), bytes);
+    const __m512i qs =
+        _mm512_maskz_permutexvar_epi8(0x5555555555555555ull, _mm512_load_si512(kIq1sQsBytes.v), bytes);
     const __m512i qh = _mm512_permutexvar_epi8(_mm512_load_si512(kIq1sQhBytes.v), bytes);
     const __m512i shift = _mm512_set4_epi64(0x0009000600030000ll, 0x0009000600030000ll, 0x0009000600030000ll,
                                             0x0009000600030000ll);
     // bits 8..10: the group's three high index bits; bit 11: the delta sign (qh bit 15)
     const __m512i hi = _mm512_slli_epi16(_mm512_srlv_epi16(qh, shift), 8);
     const __m512i sign = _mm512_srli_epi16(qh, 4);
-    const __m512i high = _mm512_ternarylogic_epi32(_mm512_set1_epi16(0x0700), hi, sign, 0xCA);  // m ? hi : sign
-    const __m512i idx = _mm512_ternarylogic_epi32(high, _mm512_set1_epi16(0x0F00), qs, 0xEA);   // (high & m) | qs
-    const __m256i sw = _mm512_castsi512_si256(_mm512_permutexvar_epi8(_mm512_load_si512(kIq1sScaleBytes.v), bytes));
+    const __m512i high =
+        _mm512_ternarylogic_epi32(_mm512_set1_epi16(0x0700), hi, sign, 0xCA);  // m ? hi : sign
+    const __m512i idx =
+        _mm512_ternarylogic_epi32(high, _mm512_set1_epi16(0x0F00), qs, 0xEA);  // (high & m) | qs
+    const __m256i sw =
+        _mm512_castsi512_si256(_mm512_permutexvar_epi8(_mm512_load_si512(kIq1sScaleBytes.v), bytes));
     // 2·((w >> 12) & 7) + 1 = ((w >> 11) & 14) | 1 in one ternary op
     const __m256i ls = _mm256_ternarylogic_epi32(_mm256_srli_epi16(sw, 11), _mm256_set1_epi16(14),
                                                  _mm256_set1_epi16(1), 0xEA);
@@ -401,8 +405,10 @@ struct Iq1s : Iq1 {
   }
 };
 
-template <int R> constexpr auto iq1_m_rows = &superblock_rows<Iq1m, R>;
-template <int R> constexpr auto iq1_s_rows = &superblock_rows<Iq1s, R>;
+template <int R>
+constexpr auto iq1_m_rows = &superblock_rows<Iq1m, R>;
+template <int R>
+constexpr auto iq1_s_rows = &superblock_rows<Iq1s, R>;
 
 void iq1_m_1(int64_t n, const void* w, const void* act, float* out) {
   iq1_m_rows<1>(n, static_cast<const uint8_t*>(w), 0, act, out);
@@ -455,11 +461,13 @@ inline Q80Pair load_q80_pair(const BlockQ8_0A* y) {
   const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[0].qs));
   Q80Pair p;
   if constexpr (kTwo) {
-    p.a = _mm512_inserti64x4(_mm512_castsi256_si512(lo), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[1].qs)), 1);
+    p.a = _mm512_inserti64x4(_mm512_castsi256_si512(lo),
+                             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[1].qs)), 1);
   } else {
     p.a = _mm512_zextsi256_si512(lo);
   }
-  p.init = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(12), p.a));
+  p.init = _mm512_sub_epi32(_mm512_setzero_si512(),
+                            _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(12), p.a));
   return p;
 }
 
@@ -489,9 +497,10 @@ void mxfp4_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* 
   K3_UNROLL for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const blk::MXFP4*>(w + r * rs);
   const BlockQ8_0A* y = static_cast<const BlockQ8_0A*>(act);
   const __m512i arrange = _mm512_load_si512(kMxfp4Arrange);
-  const __m512i table = _mm512_add_epi8(
-      _mm512_maskz_broadcast_i32x4(0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kValuesFp4))),
-      _mm512_set1_epi8(12));
+  const __m512i table =
+      _mm512_add_epi8(_mm512_maskz_broadcast_i32x4(
+                          0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kValuesFp4))),
+                      _mm512_set1_epi8(12));
   const size_t pf = prefetch_distance<R>(rs);
   __m256 acc[R][4];
   K3_UNROLL for (int r = 0; r < R; ++r) K3_UNROLL for (int c = 0; c < 4; ++c) acc[r][c] = _mm256_setzero_ps();
@@ -505,7 +514,8 @@ void mxfp4_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* 
       const __m512i s = mxfp4_pair_sums<kFull, kTwo>(xb, a, arrange, table);
       acc[r][kSlot] = mxfp4_fma(acc[r][kSlot], _mm512_castsi512_si256(s), xb[0].e, y[b].d);
       if constexpr (kTwo)
-        acc[r][kSlot + 1] = mxfp4_fma(acc[r][kSlot + 1], _mm512_extracti64x4_epi64(s, 1), xb[1].e, y[b + 1].d);
+        acc[r][kSlot + 1] =
+            mxfp4_fma(acc[r][kSlot + 1], _mm512_extracti64x4_epi64(s, 1), xb[1].e, y[b + 1].d);
     }
   };
   // Where the 64-byte load stays inside the row (b + 4 ≤ nb), two pairs per step.
@@ -526,8 +536,8 @@ void mxfp4_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* 
     if (b & 2) pair.template operator()<false, false, 2>(b);
     else pair.template operator()<false, false, 0>(b);
   }
-  K3_UNROLL for (int r = 0; r < R; ++r)
-    out[r] = simd::hsum(_mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][2]), _mm256_add_ps(acc[r][1], acc[r][3])));
+  K3_UNROLL for (int r = 0; r < R; ++r) out[r] =
+      simd::hsum(_mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][2]), _mm256_add_ps(acc[r][1], acc[r][3])));
 }
 
 void mxfp4_1(int64_t n, const void* w, const void* act, float* out) {
@@ -558,8 +568,9 @@ inline Q3kConsts q3k_consts() {
                                          _mm512_set1_epi16(static_cast<int16_t>(4 * e + 2)));
   }
   K3_UNROLL for (int p = 0; p < 4; ++p) {
-    c.bit[p] = _mm512_mask_blend_epi8(0xFFFFFFFF00000000ull, _mm512_set1_epi8(static_cast<char>(1 << (2 * p))),
-                                      _mm512_set1_epi8(static_cast<char>(1 << (2 * p + 1))));
+    c.bit[p] =
+        _mm512_mask_blend_epi8(0xFFFFFFFF00000000ull, _mm512_set1_epi8(static_cast<char>(1 << (2 * p))),
+                               _mm512_set1_epi8(static_cast<char>(1 << (2 * p + 1))));
     c.lsel[p] = spread_words(4 * p, 1, 8);
   }
   return c;
@@ -573,8 +584,8 @@ inline __m256 q3_k_block(const blk::Q3_K& x, const Q8KRegs& y, __m256 acc, const
   const __m512i sc512 = _mm512_zextsi256_si512(sc16);
   const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.hmask)));
   __m512i q[2];
-  K3_UNROLL for (int h = 0; h < 2; ++h)
-    q[h] = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + 32 * h)));
+  K3_UNROLL for (int h = 0; h < 2; ++h) q[h] =
+      _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + 32 * h)));
   __m512i prod[4];
   K3_UNROLL for (int p = 0; p < 4; ++p) {
     // a word shift leaks the neighbour byte's bits only above bit 1, which the mask drops
@@ -593,10 +604,13 @@ struct Q3k : Q3kConsts {
   static constexpr float kScale = 1.0f;
   Q3k() : Q3kConsts(q3k_consts()) {}
   template <bool kLast>
-  __m256 block(const Block& x, const Q8KRegs& y, __m256 acc) const { return q3_k_block(x, y, acc, *this); }
+  __m256 block(const Block& x, const Q8KRegs& y, __m256 acc) const {
+    return q3_k_block(x, y, acc, *this);
+  }
 };
 
-template <int R> constexpr auto q3_k_rows = &superblock_rows<Q3k, R>;
+template <int R>
+constexpr auto q3_k_rows = &superblock_rows<Q3k, R>;
 
 void q3_k_1(int64_t n, const void* w, const void* act, float* out) {
   q3_k_rows<1>(n, static_cast<const uint8_t*>(w), 0, act, out);

@@ -21,7 +21,8 @@ struct LoadF32 {
 struct LoadF16 {
   static constexpr int kBytes = 2;
   static __m256 load(const void* w, int64_t i) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(w) + i)));
+    return _mm256_cvtph_ps(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(w) + i)));
   }
   static float one(const void* w, int64_t i) { return _cvtsh_ss(static_cast<const uint16_t*>(w)[i]); }
 };
@@ -46,8 +47,8 @@ void float_nt(int64_t n, const void* w, const void* act, size_t st, float* out) 
   const float* y[NT];
   K3_UNROLL for (int t = 0; t < NT; ++t) y[t] = reinterpret_cast<const float*>(simd::tok(act, st, t));
   __m256 acc[NT][U];
-  K3_UNROLL for (int t = 0; t < NT; ++t)
-    K3_UNROLL for (int u = 0; u < U; ++u) acc[t][u] = _mm256_setzero_ps();
+  K3_UNROLL for (int t = 0; t < NT; ++t) K3_UNROLL for (int u = 0; u < U; ++u) acc[t][u] =
+      _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 8 * U <= n; i += 8 * U) {
     if constexpr (NT == 1) {
@@ -60,13 +61,13 @@ void float_nt(int64_t n, const void* w, const void* act, size_t st, float* out) 
     }
     __m256 wx[U];
     K3_UNROLL for (int u = 0; u < U; ++u) wx[u] = L::load(w, i + 8 * u);
-    K3_UNROLL for (int t = 0; t < NT; ++t)
-      K3_UNROLL for (int u = 0; u < U; ++u)
-        acc[t][u] = _mm256_fmadd_ps(wx[u], _mm256_loadu_ps(y[t] + i + 8 * u), acc[t][u]);
+    K3_UNROLL for (int t = 0; t < NT; ++t) K3_UNROLL for (int u = 0; u < U; ++u) acc[t][u] =
+        _mm256_fmadd_ps(wx[u], _mm256_loadu_ps(y[t] + i + 8 * u), acc[t][u]);
   }
   for (; i + 8 <= n; i += 8) {
     const __m256 wx = L::load(w, i);
-    K3_UNROLL for (int t = 0; t < NT; ++t) acc[t][0] = _mm256_fmadd_ps(wx, _mm256_loadu_ps(y[t] + i), acc[t][0]);
+    K3_UNROLL for (int t = 0; t < NT; ++t) acc[t][0] =
+        _mm256_fmadd_ps(wx, _mm256_loadu_ps(y[t] + i), acc[t][0]);
   }
   K3_UNROLL for (int t = 0; t < NT; ++t) {
     for (int u = 1; u < U; ++u) acc[t][0] = _mm256_add_ps(acc[t][0], acc[t][u]);
@@ -76,9 +77,18 @@ void float_nt(int64_t n, const void* w, const void* act, size_t st, float* out) 
   }
 }
 
-template <int NT> void f32_nt(int64_t n, const void* w, const void* a, size_t st, float* o) { float_nt<LoadF32, NT>(n, w, a, st, o); }
-template <int NT> void f16_nt(int64_t n, const void* w, const void* a, size_t st, float* o) { float_nt<LoadF16, NT>(n, w, a, st, o); }
-template <int NT> void bf16_nt(int64_t n, const void* w, const void* a, size_t st, float* o) { float_nt<LoadBF16, NT>(n, w, a, st, o); }
+template <int NT>
+void f32_nt(int64_t n, const void* w, const void* a, size_t st, float* o) {
+  float_nt<LoadF32, NT>(n, w, a, st, o);
+}
+template <int NT>
+void f16_nt(int64_t n, const void* w, const void* a, size_t st, float* o) {
+  float_nt<LoadF16, NT>(n, w, a, st, o);
+}
+template <int NT>
+void bf16_nt(int64_t n, const void* w, const void* a, size_t st, float* o) {
+  float_nt<LoadBF16, NT>(n, w, a, st, o);
+}
 
 }  // namespace
 

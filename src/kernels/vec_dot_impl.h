@@ -10,9 +10,8 @@
 
 namespace k3::kernels::impl {
 
-#define K3_DECLARE_DOT(name)                                                              \
-  void dot_##name(int64_t n, const void* w, const void* act, size_t act_stride, int nt,  \
-                  float* out);                                                            \
+#define K3_DECLARE_DOT(name)                                                                         \
+  void dot_##name(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out); \
   float dot_##name##_scalar(int64_t n, const void* w, const void* act);
 
 K3_DECLARE_DOT(f32)
@@ -32,7 +31,8 @@ K3_DECLARE_DOT(iq1_m)
 #undef K3_DECLARE_DOT
 
 // Decode over several rows (DotRowsFn in vec_dot.h), AVX2 (vec_dot_iquants.cpp).
-void dot_rows_iq2_xxs(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act, float* out);
+void dot_rows_iq2_xxs(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                      float* out);
 void dot_rows_iq1_m(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act, float* out);
 
 // AVX-VNNI twins (vec_dot_vnni.cpp): same results bit for bit; call only where

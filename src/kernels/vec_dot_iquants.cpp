@@ -84,7 +84,8 @@ const uint64_t* signs_pm1() {
 // pshufb controls selecting int16 lane i of each 128-bit half.
 #define K3_PICK2(i) 2 * (i), 2 * (i) + 1
 #define K3_PICK8(i) K3_PICK2(i), K3_PICK2(i), K3_PICK2(i), K3_PICK2(i)
-#define K3_PICK(i) {K3_PICK8(i), K3_PICK8(i), K3_PICK8(i), K3_PICK8(i)}
+#define K3_PICK(i) \
+  { K3_PICK8(i), K3_PICK8(i), K3_PICK8(i), K3_PICK8(i) }
 alignas(32) constexpr uint8_t kPickI16[8][32] = {K3_PICK(0), K3_PICK(1), K3_PICK(2), K3_PICK(3),
                                                  K3_PICK(4), K3_PICK(5), K3_PICK(6), K3_PICK(7)};
 #undef K3_PICK
@@ -178,8 +179,8 @@ void iq2_xxs_tokens(int64_t n, const void* w, const void* act, size_t st, float*
       }
     }
     const float d = blk::f16(x[b].d);
-    K3_UNROLL for (int t = 0; t < NT; ++t)
-      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[t][b].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+    K3_UNROLL for (int t = 0; t < NT; ++t) acc[t] =
+        _mm256_fmadd_ps(_mm256_set1_ps(d * y[t][b].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
   }
   K3_UNROLL for (int t = 0; t < NT; ++t) out[t] = 0.125f * simd::hsum(acc[t]);
 }
@@ -225,8 +226,8 @@ void iq2_xs_nt(int64_t n, const void* w, const void* act, size_t st, float* out)
       }
     }
     const float d = blk::f16(x[b].d);
-    K3_UNROLL for (int t = 0; t < NT; ++t)
-      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[t][b].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+    K3_UNROLL for (int t = 0; t < NT; ++t) acc[t] =
+        _mm256_fmadd_ps(_mm256_set1_ps(d * y[t][b].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
   }
   K3_UNROLL for (int t = 0; t < NT; ++t) out[t] = 0.125f * simd::hsum(acc[t]);
 }
@@ -253,23 +254,23 @@ inline __m256i iq1_ls(__m256i words, __m256i mul) {
 inline void iq1s_unpack(const blk::IQ1_S& x, Iq1Unpacked& u) {
   const __m128i qh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qh));
   const __m256i qh2 = _mm256_broadcastsi128_si256(qh);
-  const __m256i mul = _mm256_setr_epi16(1 << 13, 1 << 10, 1 << 7, 1 << 4, 1 << 13, 1 << 10, 1 << 7,
-                                        1 << 4, 1 << 13, 1 << 10, 1 << 7, 1 << 4, 1 << 13, 1 << 10,
-                                        1 << 7, 1 << 4);
+  const __m256i mul = _mm256_setr_epi16(1 << 13, 1 << 10, 1 << 7, 1 << 4, 1 << 13, 1 << 10, 1 << 7, 1 << 4,
+                                        1 << 13, 1 << 10, 1 << 7, 1 << 4, 1 << 13, 1 << 10, 1 << 7, 1 << 4);
   const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qs));
   const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qs + 16));
   for (int half = 0; half < 2; ++half) {
     const char w0 = static_cast<char>(8 * half);  // byte offset of the first qh word of this half
-    const __m256i ctrl = _mm256_setr_epi8(
-        w0, w0 + 1, w0, w0 + 1, w0, w0 + 1, w0, w0 + 1, w0 + 2, w0 + 3, w0 + 2, w0 + 3, w0 + 2, w0 + 3,
-        w0 + 2, w0 + 3, w0 + 4, w0 + 5, w0 + 4, w0 + 5, w0 + 4, w0 + 5, w0 + 4, w0 + 5, w0 + 6, w0 + 7,
-        w0 + 6, w0 + 7, w0 + 6, w0 + 7, w0 + 6, w0 + 7);
+    const __m256i ctrl =
+        _mm256_setr_epi8(w0, w0 + 1, w0, w0 + 1, w0, w0 + 1, w0, w0 + 1, w0 + 2, w0 + 3, w0 + 2, w0 + 3,
+                         w0 + 2, w0 + 3, w0 + 2, w0 + 3, w0 + 4, w0 + 5, w0 + 4, w0 + 5, w0 + 4, w0 + 5,
+                         w0 + 4, w0 + 5, w0 + 6, w0 + 7, w0 + 6, w0 + 7, w0 + 6, w0 + 7, w0 + 6, w0 + 7);
     // both 128-bit lanes hold all of qh, so lane-local byte indices address any word
     const __m256i words = _mm256_shuffle_epi8(qh2, ctrl);
     const __m256i hi3 = _mm256_srli_epi16(_mm256_mullo_epi16(words, mul), 13);
     const __m256i sign = _mm256_srli_epi16(words, 15);
     const __m256i lo = _mm256_cvtepu8_epi16(half ? q1 : q0);
-    const __m256i v = _mm256_or_si256(lo, _mm256_or_si256(_mm256_slli_epi16(hi3, 8), _mm256_slli_epi16(sign, 11)));
+    const __m256i v =
+        _mm256_or_si256(lo, _mm256_or_si256(_mm256_slli_epi16(hi3, 8), _mm256_slli_epi16(sign, 11)));
     _mm256_store_si256(reinterpret_cast<__m256i*>(u.idx + 16 * half), v);
   }
   // scale of group sb at int16 lane sb of both halves; per sub-block of 16: lane t ← word t/2
@@ -299,22 +300,25 @@ inline void iq1m_unpack(const blk::IQ1_M& x, Iq1Unpacked& u) {
   const __m256i words = _mm256_set1_epi64x(sc);
   // pick layout: low half lane p = sub-block 2p, high half lane p = sub-block 2p+1 (the two
   // 16-element halves of group p); field j sits in word j/4 at bits 3(j%4).
-  u.scales = iq1_ls(_mm256_shuffle_epi8(words, _mm256_setr_epi8(0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7,
-                                                                 0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7)),
-                    _mm256_setr_epi16(1 << 13, 1 << 7, 1 << 13, 1 << 7, 1 << 13, 1 << 7, 1 << 13, 1 << 7,
-                                      1 << 10, 1 << 4, 1 << 10, 1 << 4, 1 << 10, 1 << 4, 1 << 10, 1 << 4));
+  u.scales =
+      iq1_ls(_mm256_shuffle_epi8(words, _mm256_setr_epi8(0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7, 0, 1,
+                                                         0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7)),
+             _mm256_setr_epi16(1 << 13, 1 << 7, 1 << 13, 1 << 7, 1 << 13, 1 << 7, 1 << 13, 1 << 7, 1 << 10,
+                               1 << 4, 1 << 10, 1 << 4, 1 << 10, 1 << 4, 1 << 10, 1 << 4));
   // bsums order: lane j = sub-block j
-  const __m256i ls = iq1_ls(_mm256_shuffle_epi8(words, _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3,
-                                                                         4, 5, 4, 5, 4, 5, 4, 5, 6, 7, 6, 7, 6, 7, 6, 7)),
-                            _mm256_setr_epi16(1 << 13, 1 << 10, 1 << 7, 1 << 4, 1 << 13, 1 << 10, 1 << 7, 1 << 4,
-                                              1 << 13, 1 << 10, 1 << 7, 1 << 4, 1 << 13, 1 << 10, 1 << 7, 1 << 4));
+  const __m256i ls =
+      iq1_ls(_mm256_shuffle_epi8(words, _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 4, 5,
+                                                         4, 5, 4, 5, 4, 5, 6, 7, 6, 7, 6, 7, 6, 7)),
+             _mm256_setr_epi16(1 << 13, 1 << 10, 1 << 7, 1 << 4, 1 << 13, 1 << 10, 1 << 7, 1 << 4, 1 << 13,
+                               1 << 10, 1 << 7, 1 << 4, 1 << 13, 1 << 10, 1 << 7, 1 << 4));
   u.ls9 = _mm256_add_epi16(_mm256_slli_epi16(ls, 3), ls);
 }
 
 // Decode over R rows, sharing each activation block; each row's integer sums and float steps
 // are the same whatever R, so R = 1 is the one-token kernel (both IQ1 formats).
 template <int R, class Block, class Unpack, class Scale>
-void iq1_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* out, Unpack unpack, Scale scale) {
+void iq1_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* out, Unpack unpack,
+              Scale scale) {
   const Block* x[R];
   K3_UNROLL for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const Block*>(w + r * rs);
   const BlockQ8KA* y = static_cast<const BlockQ8KA*>(act);
@@ -352,7 +356,8 @@ void iq1_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* ou
 // Shared IQ1 super-block loop over several tokens (prefill tiles):
 // Σ_j ls_j·(Σ u·a − 9·bsum_j) per token.
 template <int NT, class Block, class Unpack, class Scale>
-void iq1_tokens(int64_t n, const void* w, const void* act, size_t st, float* out, Unpack unpack, Scale scale) {
+void iq1_tokens(int64_t n, const void* w, const void* act, size_t st, float* out, Unpack unpack,
+                Scale scale) {
   const Block* x = static_cast<const Block*>(w);
   const BlockQ8KA* y[NT];
   K3_UNROLL for (int t = 0; t < NT; ++t) y[t] = reinterpret_cast<const BlockQ8KA*>(simd::tok(act, st, t));
@@ -363,7 +368,8 @@ void iq1_tokens(int64_t n, const void* w, const void* act, size_t st, float* out
   for (int64_t b = 0; b < n / 256; ++b) {
     unpack(x[b], u);
     __m256i sumi[NT];
-    K3_UNROLL for (int t = 0; t < NT; ++t) sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_madd_epi16(u.ls9, bsums(y[t][b])));
+    K3_UNROLL for (int t = 0; t < NT; ++t) sumi[t] =
+        _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_madd_epi16(u.ls9, bsums(y[t][b])));
     K3_UNROLL for (int sb = 0; sb < 8; ++sb) {
       uint64_t i4;  // four indices in one GPR load
       std::memcpy(&i4, u.idx + 4 * sb, 8);
@@ -376,8 +382,8 @@ void iq1_tokens(int64_t n, const void* w, const void* act, size_t st, float* out
       }
     }
     const float d = scale(x[b]);
-    K3_UNROLL for (int t = 0; t < NT; ++t)
-      acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[t][b].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+    K3_UNROLL for (int t = 0; t < NT; ++t) acc[t] =
+        _mm256_fmadd_ps(_mm256_set1_ps(d * y[t][b].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
   }
   K3_UNROLL for (int t = 0; t < NT; ++t) out[t] = 0.125f * simd::hsum(acc[t]);
 }
@@ -407,11 +413,13 @@ void iq1_m_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* 
 
 }  // namespace
 
-void dot_rows_iq2_xxs(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act, float* out) {
+void dot_rows_iq2_xxs(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                      float* out) {
   rows_by_group<kGroupRows, iq2_xxs_rows<kGroupRows>, iq2_xxs_rows<1>>(n, w, row_stride, n_rows, act, out);
 }
 
-void dot_rows_iq1_m(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act, float* out) {
+void dot_rows_iq1_m(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                    float* out) {
   rows_by_group<kGroupRows, iq1_m_rows<kGroupRows>, iq1_m_rows<1>>(n, w, row_stride, n_rows, act, out);
 }
 

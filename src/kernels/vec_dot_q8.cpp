@@ -21,8 +21,10 @@ struct DotAvx2 {
 #include "kernels/vec_dot_q8_body.h"
 
 // The per-token-count entry points K3_DOT_DISPATCH calls.
-template <int NT> constexpr auto q8_0_nt = &q8_0_loop<DotAvx2, NT>;
-template <int NT> constexpr auto mxfp4_nt = &mxfp4_loop<DotAvx2, NT>;
+template <int NT>
+constexpr auto q8_0_nt = &q8_0_loop<DotAvx2, NT>;
+template <int NT>
+constexpr auto mxfp4_nt = &mxfp4_loop<DotAvx2, NT>;
 
 }  // namespace
 

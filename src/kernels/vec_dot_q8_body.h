@@ -31,7 +31,8 @@ void q8_0_loop(int64_t n, const void* w, const void* act, size_t st, float* out)
   K3_UNROLL for (int t = 0; t < NT; ++t) y[t] = reinterpret_cast<const BlockQ8_0A*>(simd::tok(act, st, t));
   constexpr int NA = NT == 1 ? 4 : 2;
   __m256 acc[NT][NA];
-  K3_UNROLL for (int t = 0; t < NT; ++t) K3_UNROLL for (int a = 0; a < NA; ++a) acc[t][a] = _mm256_setzero_ps();
+  K3_UNROLL for (int t = 0; t < NT; ++t) K3_UNROLL for (int a = 0; a < NA; ++a) acc[t][a] =
+      _mm256_setzero_ps();
   const int64_t nb = n / 32;
   int64_t b = 0;
   auto step = [&](int64_t i, int slot) {
@@ -59,20 +60,20 @@ void mxfp4_loop(int64_t n, const void* w, const void* act, size_t st, float* out
   const BlockQ8_0A* y[NT];
   K3_UNROLL for (int t = 0; t < NT; ++t) y[t] = reinterpret_cast<const BlockQ8_0A*>(simd::tok(act, st, t));
   const __m256i m4 = _mm256_set1_epi8(0x0F);
-  const __m256i table = _mm256_broadcastsi128_si256(
-      _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kValuesFp4)));
+  const __m256i table =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kValuesFp4)));
   // Decode (one token) streams its row: four FMA chains, block b into chain b % 4, and the
   // row prefetched ahead, as for Q8_0 (one chain made it latency-bound: one core 2.5 -> 8.1
   // GB/s). The AVX-512 kernel (vec_dot_avx512.cpp) keeps the same chains, bit for bit.
   constexpr int NA = NT == 1 ? 4 : 1;
   __m256 acc[NT][NA];
-  K3_UNROLL for (int t = 0; t < NT; ++t) K3_UNROLL for (int a = 0; a < NA; ++a) acc[t][a] = _mm256_setzero_ps();
+  K3_UNROLL for (int t = 0; t < NT; ++t) K3_UNROLL for (int a = 0; a < NA; ++a) acc[t][a] =
+      _mm256_setzero_ps();
   auto step = [&](int64_t b, int slot) {
     if constexpr (NT == 1) _mm_prefetch(reinterpret_cast<const char*>(x + b) + kPfDist, _MM_HINT_T1);
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].qs));
     // low nibbles are elements 0..15, high nibbles 16..31
-    const __m256i codes = _mm256_and_si256(
-        _mm256_set_m128i(_mm_srli_epi16(q, 4), q), m4);
+    const __m256i codes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), m4);
     const __m256i qx = _mm256_shuffle_epi8(table, codes);
     const __m256i ax = _mm256_abs_epi8(qx);
     const float dx = blk::e8m0_half(x[b].e);
@@ -87,7 +88,8 @@ void mxfp4_loop(int64_t n, const void* w, const void* act, size_t st, float* out
   for (; b + NA <= nb; b += NA) K3_UNROLL for (int a = 0; a < NA; ++a) step(b + a, a);
   for (; b < nb; ++b) step(b, static_cast<int>(b % NA));
   K3_UNROLL for (int t = 0; t < NT; ++t) {
-    if constexpr (NA == 4) acc[t][0] = _mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][2]), _mm256_add_ps(acc[t][1], acc[t][3]));
+    if constexpr (NA == 4)
+      acc[t][0] = _mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][2]), _mm256_add_ps(acc[t][1], acc[t][3]));
     out[t] = simd::hsum(acc[t][0]);
   }
 }

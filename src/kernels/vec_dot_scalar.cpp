@@ -217,8 +217,7 @@ float dot_iq1_s_scalar(int64_t n, const void* w, const void* act) {
       for (int l = 0; l < 4; ++l) {
         const int idx = x[b].qs[4 * sb + l] | (((h >> (3 * l)) & 7) << 8);
         const uint64_t g = quant::kIq1sGrid[idx];
-        for (int j = 0; j < 8; ++j)
-          sub += (8 * grid_byte(g, j) + delta) * y[b].qs[32 * sb + 8 * l + j];
+        for (int j = 0; j < 8; ++j) sub += (8 * grid_byte(g, j) + delta) * y[b].qs[32 * sb + 8 * l + j];
       }
       isum += ls * sub;
     }

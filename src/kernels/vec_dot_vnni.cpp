@@ -30,8 +30,10 @@ struct DotVnni {
 
 #include "kernels/vec_dot_q8_body.h"
 
-template <int NT> constexpr auto q8_0_vnni_nt = &q8_0_loop<DotVnni, NT>;
-template <int NT> constexpr auto mxfp4_vnni_nt = &mxfp4_loop<DotVnni, NT>;
+template <int NT>
+constexpr auto q8_0_vnni_nt = &q8_0_loop<DotVnni, NT>;
+template <int NT>
+constexpr auto mxfp4_vnni_nt = &mxfp4_loop<DotVnni, NT>;
 
 }  // namespace
 

@@ -8,8 +8,8 @@
 
 namespace k3::model {
 
-void res_mix(std::span<const float* const> bank, const float* cur, const float* w, int64_t n,
-             int64_t E, float eps, float* out) {
+void res_mix(std::span<const float* const> bank, const float* cur, const float* w, int64_t n, int64_t E,
+             float eps, float* out) {
   const size_t nc = bank.size() + 1;
   if (bank.empty()) {
     std::copy(cur, cur + n * E, out);

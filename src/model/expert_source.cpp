@@ -26,8 +26,8 @@ class MappedExpertSource final : public ExpertSource {
         const gguf::TensorInfo* t = f.tensor(name);
         if (!t) fail("{}: missing tensor '{}' (expected shape [{}, {}, {}])", f.path(), name, in, out, X);
         if (t->dim(0) != in || t->dim(1) != out || t->dim(2) != X || t->dim(3) != 1)
-          fail("{}: tensor '{}' has shape {}, expected [{}, {}, {}]", f.path(), name,
-               t->shape_string(), in, out, X);
+          fail("{}: tensor '{}' has shape {}, expected [{}, {}, {}]", f.path(), name, t->shape_string(), in,
+               out, X);
         const quant::TypeInfo* ti = quant::type_info(static_cast<uint32_t>(t->type));
         if (!ti || !ti->file_type || in % ti->block_elems != 0)
           fail("{}: tensor '{}' has an unusable type for rows of {}", f.path(), name, in);
@@ -64,8 +64,7 @@ class MappedExpertSource final : public ExpertSource {
 
 }  // namespace
 
-std::unique_ptr<ExpertSource> make_mapped_expert_source(const gguf::GgufFile& file,
-                                                        const HParams& hp) {
+std::unique_ptr<ExpertSource> make_mapped_expert_source(const gguf::GgufFile& file, const HParams& hp) {
   return std::make_unique<MappedExpertSource>(file, hp);
 }
 

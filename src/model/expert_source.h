@@ -44,7 +44,6 @@ class ExpertSource {
 // The in-place store: views straight into the mapped GGUF (no copy, no repack). Binds and
 // shape-checks ffn_{gate,up,down}_exps of every MoE layer; throws k3::Error naming a tensor
 // that is missing or mis-shaped.
-std::unique_ptr<ExpertSource> make_mapped_expert_source(const gguf::GgufFile& file,
-                                                        const HParams& hp);
+std::unique_ptr<ExpertSource> make_mapped_expert_source(const gguf::GgufFile& file, const HParams& hp);
 
 }  // namespace k3::model

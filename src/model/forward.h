@@ -40,8 +40,8 @@ struct ForwardDebug {
 
 struct ForwardInput {
   std::span<const int32_t> tokens;
-  std::span<SequenceState* const> seq;  // one per token (may repeat)
-  std::span<const uint8_t> want_logits; // one per token
+  std::span<SequenceState* const> seq;   // one per token (may repeat)
+  std::span<const uint8_t> want_logits;  // one per token
 };
 
 // Returns the number of logit rows written to `logits` (count of want_logits).

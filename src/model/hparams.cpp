@@ -80,8 +80,8 @@ class KeyReader {
       return out;
     }
     if (v->elem != ValueType::INT32 && v->elem != ValueType::UINT32)
-      bad(key, fmt::format("array elements must be INT32 or UINT32, found {}",
-                           gguf::value_type_name(v->elem)));
+      bad(key,
+          fmt::format("array elements must be INT32 or UINT32, found {}", gguf::value_type_name(v->elem)));
     if (v->size() != n_layer)
       bad(key, fmt::format("array has {} entries, block_count is {}", v->size(), n_layer));
     for (uint32_t i = 0; i < n_layer; ++i) {
@@ -107,8 +107,7 @@ uint32_t HParams::n_mla_layers() const { return n_layer - n_kda_layers(); }
 
 HParams load_hparams(const gguf::GgufFile& f) {
   const std::string arch = f.get_string("general.architecture", "");
-  if (arch != kArch)
-    fail("{}: general.architecture is '{}', expected '{}'", f.path(), arch, kArch);
+  if (arch != kArch) fail("{}: general.architecture is '{}', expected '{}'", f.path(), arch, kArch);
 
   KeyReader r(f);
   HParams hp;
@@ -169,8 +168,8 @@ HParams load_hparams(const gguf::GgufFile& f) {
   if (!(hp.rms_eps > 0.0f) || !std::isfinite(hp.rms_eps))
     r.bad("attention.layer_norm_rms_epsilon", fmt::format("{} is not a positive number", hp.rms_eps));
   if (hp.n_rot >= hp.n_embd_head_k_mla)
-    r.bad("rope.dimension_count", fmt::format("{} must be smaller than key_length_mla {}",
-                                              hp.n_rot, hp.n_embd_head_k_mla));
+    r.bad("rope.dimension_count",
+          fmt::format("{} must be smaller than key_length_mla {}", hp.n_rot, hp.n_embd_head_k_mla));
   if (hp.n_embd_head_k != hp.kv_lora_rank + hp.n_rot && hp.n_mla_layers() > 0)
     r.bad("attention.key_length", fmt::format("{} != kv_lora_rank {} + rope.dimension_count {}",
                                               hp.n_embd_head_k, hp.kv_lora_rank, hp.n_rot));
@@ -183,14 +182,12 @@ HParams load_hparams(const gguf::GgufFile& f) {
   if (hp.n_layer_dense_lead < hp.n_layer) {
     if (hp.n_expert == 0) r.bad("expert_count", "MoE layers need experts");
     if (hp.n_expert_used == 0 || hp.n_expert_used > hp.n_expert)
-      r.bad("expert_used_count", fmt::format("{} is outside 1..expert_count {}",
-                                             hp.n_expert_used, hp.n_expert));
+      r.bad("expert_used_count",
+            fmt::format("{} is outside 1..expert_count {}", hp.n_expert_used, hp.n_expert));
     if (hp.n_ff_exp == 0) r.bad("expert_feed_forward_length", "must be > 0");
   }
-  if (hp.n_layer_dense_lead > 0 && hp.n_ff == 0)
-    r.bad("feed_forward_length", "dense layers need a width");
-  if (n_group > 1)
-    r.bad("expert_group_count", "group-limited routing is not used by K3 and not supported");
+  if (hp.n_layer_dense_lead > 0 && hp.n_ff == 0) r.bad("feed_forward_length", "dense layers need a width");
+  if (n_group > 1) r.bad("expert_group_count", "group-limited routing is not used by K3 and not supported");
   if (hp.expert_gating_func != 1 && hp.expert_gating_func != 2)
     r.bad("expert_gating_func",
           fmt::format("{} is not supported (1 softmax, 2 sigmoid)", hp.expert_gating_func));

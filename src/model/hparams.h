@@ -20,28 +20,28 @@ namespace k3::model {
 enum class LayerKind { KDA, MLA };
 
 struct HParams {
-  uint32_t n_ctx_train = 0;   // context_length
-  uint32_t n_embd = 0;        // embedding_length
-  uint32_t n_layer = 0;       // block_count
-  uint32_t n_vocab = 0;       // token list, else vocab_size key, else token_embd rows
-  uint32_t n_ff = 0;          // dense FFN width (layer 0's value)
-  uint32_t n_head = 0;        // layer 0's value: MLA query heads and KDA heads
+  uint32_t n_ctx_train = 0;         // context_length
+  uint32_t n_embd = 0;              // embedding_length
+  uint32_t n_layer = 0;             // block_count
+  uint32_t n_vocab = 0;             // token list, else vocab_size key, else token_embd rows
+  uint32_t n_ff = 0;                // dense FFN width (layer 0's value)
+  uint32_t n_head = 0;              // layer 0's value: MLA query heads and KDA heads
   std::vector<uint32_t> n_head_kv;  // per layer; 0 marks a KDA layer
   std::vector<LayerKind> kind;      // derived from n_head_kv
 
   float rms_eps = 0.0f;
 
   // MLA
-  uint32_t n_embd_head_k = 0;     // key_length (cache row width, C + R)
-  uint32_t n_rot = 0;             // rope.dimension_count = R (un-rotated "pe" dims)
-  uint32_t n_embd_head_k_mla = 0; // key_length_mla = N + R
-  uint32_t n_embd_head_v_mla = 0; // value_length_mla = Vh
+  uint32_t n_embd_head_k = 0;      // key_length (cache row width, C + R)
+  uint32_t n_rot = 0;              // rope.dimension_count = R (un-rotated "pe" dims)
+  uint32_t n_embd_head_k_mla = 0;  // key_length_mla = N + R
+  uint32_t n_embd_head_v_mla = 0;  // value_length_mla = Vh
   uint32_t q_lora_rank = 0;
-  uint32_t kv_lora_rank = 0;      // C
+  uint32_t kv_lora_rank = 0;  // C
 
   // KDA
-  uint32_t ssm_conv_kernel = 0;   // K
-  uint32_t kda_head_dim = 0;      // D
+  uint32_t ssm_conv_kernel = 0;               // K
+  uint32_t kda_head_dim = 0;                  // D
   std::optional<float> kda_gate_lower_bound;  // present: lower-bound gate; absent: softplus
 
   // MoE

@@ -26,23 +26,26 @@ constexpr int64_t kChunk = 16;  // llama.cpp's chunk size for per-channel (key-i
 void conv_silu_qkv(float* const y[3], const std::vector<int64_t>& idx, float* state,
                    const std::vector<float>* const w[3], int64_t Di, int64_t K, ThreadPool* pool) {
   const int64_t n = static_cast<int64_t>(idx.size()), K1 = K - 1;
-  parallel_for(pool, 3 * Di, [&](int64_t c0, int64_t c1, int) {
-    std::vector<float> win(static_cast<size_t>(K1 + n));
-    for (int64_t c = c0; c < c1; ++c) {
-      float* p = y[c / Di];
-      const int64_t ch = c % Di;
-      float* st = state + c * K1;
-      std::copy(st, st + K1, win.begin());
-      for (int64_t t = 0; t < n; ++t) win[K1 + t] = p[idx[t] * Di + ch];
-      const float* wc = w[c / Di]->data() + ch * K;
-      for (int64_t t = 0; t < n; ++t) {
-        double acc = 0.0;
-        for (int64_t j = 0; j < K; ++j) acc += static_cast<double>(wc[j]) * win[t + j];
-        p[idx[t] * Di + ch] = ops::silu(acc);
-      }
-      std::copy(win.end() - K1, win.end(), st);
-    }
-  }, std::max<int64_t>(16, 4096 / (n * K)));
+  parallel_for(
+      pool, 3 * Di,
+      [&](int64_t c0, int64_t c1, int) {
+        std::vector<float> win(static_cast<size_t>(K1 + n));
+        for (int64_t c = c0; c < c1; ++c) {
+          float* p = y[c / Di];
+          const int64_t ch = c % Di;
+          float* st = state + c * K1;
+          std::copy(st, st + K1, win.begin());
+          for (int64_t t = 0; t < n; ++t) win[K1 + t] = p[idx[t] * Di + ch];
+          const float* wc = w[c / Di]->data() + ch * K;
+          for (int64_t t = 0; t < n; ++t) {
+            double acc = 0.0;
+            for (int64_t j = 0; j < K; ++j) acc += static_cast<double>(wc[j]) * win[t + j];
+            p[idx[t] * Di + ch] = ops::silu(acc);
+          }
+          std::copy(win.end() - K1, win.end(), st);
+        }
+      },
+      std::max<int64_t>(16, 4096 / (n * K)));
 }
 
 struct HeadInputs {
@@ -135,7 +138,8 @@ void recurrent_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64
       float* row = S + j * D;
       __m256d u4 = _mm256_setzero_pd();
       for (int64_t i = 0; i < D4; i += 4) {
-        const __m128 r = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(row + i)), _mm256_loadu_pd(&eg[i])));
+        const __m128 r =
+            _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(row + i)), _mm256_loadu_pd(&eg[i])));
         _mm_storeu_ps(row + i, r);
         u4 = _mm256_fmadd_pd(_mm256_cvtps_pd(r), _mm256_loadu_pd(&kd[i]), u4);
       }
@@ -174,8 +178,7 @@ void chunked_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t
   const size_t CD = static_cast<size_t>(kChunk * D);
   std::vector<double> q(CD), k(CD), v(CD), G(CD), U(CD), W(CD), Vp(CD), beta(kChunk);
   std::vector<double> eG(CD), Kp(CD), Km(CD), Qp(CD);
-  std::vector<double> Lm(kChunk * kChunk), P(kChunk * kChunk), ed(static_cast<size_t>(D)),
-      vcol(kChunk);
+  std::vector<double> Lm(kChunk * kChunk), P(kChunk * kChunk), ed(static_cast<size_t>(D)), vcol(kChunk);
   for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
     const int64_t L = std::min(kChunk, n - c0);
     double gmin = 0.0;
@@ -284,8 +287,7 @@ void chunked_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t
 void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   const HParams& hp = b.model.hparams();
   const KdaWeights& w = b.model.weights().layers[il].kda;
-  const int64_t n = b.n, H = hp.n_head, D = hp.kda_head_dim, Di = hp.kda_inner(),
-                K = hp.ssm_conv_kernel;
+  const int64_t n = b.n, H = hp.n_head, D = hp.kda_head_dim, Di = hp.kda_inner(), K = hp.ssm_conv_kernel;
   const float eps = hp.rms_eps;
   ThreadPool* pool = b.pool;
 
@@ -307,7 +309,8 @@ void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   }
   float* const qkv[3] = {q.data(), k.data(), v.data()};
   const std::vector<float>* const convw[3] = {&w.conv_q, &w.conv_k, &w.conv_v};
-  for (const SeqGroup& g : b.groups) conv_silu_qkv(qkv, g.idx, g.st->kda()[il].conv.data(), convw, Di, K, pool);
+  for (const SeqGroup& g : b.groups)
+    conv_silu_qkv(qkv, g.idx, g.st->kda()[il].conv.data(), convw, Di, K, pool);
   const double qscale = 1.0 / std::sqrt(static_cast<double>(D));
   for (int64_t t = 0; t < n; ++t) {
     for (int64_t h = 0; h < H; ++h) {
@@ -330,10 +333,8 @@ void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
       for (int64_t d = 0; d < D; ++d) {
         float& x = g[t * Di + h * D + d];
         const double a = static_cast<double>(x) + w.dt_bias[h * D + d];
-        if (hp.kda_gate_lower_bound)
-          x = static_cast<float>(*hp.kda_gate_lower_bound * ops::sigmoid(A * a));
-        else
-          x = static_cast<float>(-A * ops::softplus(a));
+        if (hp.kda_gate_lower_bound) x = static_cast<float>(*hp.kda_gate_lower_bound * ops::sigmoid(A * a));
+        else x = static_cast<float>(-A * ops::softplus(a));
       }
     }
   });
@@ -348,8 +349,7 @@ void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
       const SeqGroup& sg = b.groups[task / H];
       const int64_t h = task % H;
       float* S = sg.st->kda()[il].S.data() + h * D * D;
-      const bool chunked = sg.idx.size() > 1 && !b.dbg.force_recurrent_kda &&
-                           !b.dbg.kda_decay_on_value_axis;
+      const bool chunked = sg.idx.size() > 1 && !b.dbg.force_recurrent_kda && !b.dbg.kda_decay_on_value_axis;
       if (chunked) chunked_head(in, sg.idx, h, S);
       else if (b.dbg.kda_decay_on_value_axis) recurrent_head_trap(in, sg.idx, h, S);
       else recurrent_head(in, sg.idx, h, S);
@@ -362,7 +362,8 @@ void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
       float* oh = o.data() + i * D;  // row i = (token i / H, head i % H)
       const float* gh = gate.data() + i * D;
       ops::rmsnorm_rows(oh, oh, 1, D, w.norm.data(), eps, D, D);
-      for (int64_t c = 0; c < D; ++c) oh[c] = static_cast<float>(oh[c] * static_cast<double>(ops::sigmoid(gh[c])));
+      for (int64_t c = 0; c < D; ++c)
+        oh[c] = static_cast<float>(oh[c] * static_cast<double>(ops::sigmoid(gh[c])));
     }
   });
   b.mm(w.out, o.data(), n, out);

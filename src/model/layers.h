@@ -44,7 +44,7 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out);
 
 // AttnRes mixing (docs/MODEL.md) for n rows of width E: out = softmax-weighted mix of the bank
 // entries and cur, scored by rmsnorm(candidate)·w. An empty bank copies cur.
-void res_mix(std::span<const float* const> bank, const float* cur, const float* w, int64_t n,
-             int64_t E, float eps, float* out);
+void res_mix(std::span<const float* const> bank, const float* cur, const float* w, int64_t n, int64_t E,
+             float eps, float* out);
 
 }  // namespace k3::model

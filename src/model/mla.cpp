@@ -41,8 +41,8 @@ const float* cache_row(const MlaLayerCache& c, CacheType type, int64_t s, int64_
 // y[t][h] = W[h] · x[t][h] for every head h of a per-head-stacked weight (rows_h rows each),
 // all heads in one dispatch (per-head products are small at decode). x rows hold H slices of
 // x_w floats, y rows H slices of rows_h.
-void per_head_matmul(const ops::Matmul& mm, const kernels::WeightView& w, int64_t rows_h, int64_t H, int64_t n,
-                     const float* x, int64_t x_w, float* y) {
+void per_head_matmul(const ops::Matmul& mm, const kernels::WeightView& w, int64_t rows_h, int64_t H,
+                     int64_t n, const float* x, int64_t x_w, float* y) {
   std::vector<kernels::MatmulJob> jobs(static_cast<size_t>(H));
   for (int64_t h = 0; h < H; ++h) {
     kernels::MatmulJob& j = jobs[h];
@@ -138,7 +138,8 @@ void mla_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
           const float* qa = qabs.data() + (t * H + h0 + j) * C;
           const float* qpe = qf.data() + t * H * QW + (h0 + j) * QW + N;
           score[s * HB + j] = (static_cast<double>(kernels::dot_f32(qa, row, C)) +
-                               static_cast<double>(kernels::dot_f32(qpe, row + C, R))) * scale;
+                               static_cast<double>(kernels::dot_f32(qpe, row + C, R))) *
+                              scale;
         }
       }
       for (int64_t j = 0; j < nh; ++j) {

@@ -20,7 +20,8 @@ Model::Model(std::shared_ptr<const gguf::GgufFile> file) : file_(std::move(file)
 
 Model::~Model() = default;
 
-void Model::move_trunk(std::shared_ptr<const void> memory, const std::function<const void*(const void*)>& where) {
+void Model::move_trunk(std::shared_ptr<const void> memory,
+                       const std::function<const void*(const void*)>& where) {
   for_each_streamed_matrix(w_, [&](WeightView& v) {
     moved_.push_back(v.data);
     v.data = where(v.data);

@@ -22,8 +22,8 @@ namespace {
 
 // The fused gate/up product with SiTU (a dense FFN, a shared or a routed expert):
 // y = situ(gate·x, up·x). The job points at `up`, which must outlive it.
-kernels::MatmulJob gate_up_job(const kernels::WeightView& gate, const kernels::WeightView& up, const float* situ_c,
-                               const float* x, int64_t n, float* y) {
+kernels::MatmulJob gate_up_job(const kernels::WeightView& gate, const kernels::WeightView& up,
+                               const float* situ_c, const float* x, int64_t n, float* y) {
   kernels::MatmulJob j;
   j.w = gate;
   j.up = &up;
@@ -50,8 +50,8 @@ void ffn_forward(const BatchCtx& b, const FfnWeights& w, const float* x, float* 
 void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   const HParams& hp = b.model.hparams();
   const MoeWeights& w = b.model.weights().layers[il].moe;
-  const int64_t n = b.n, E = hp.n_embd, X = hp.n_expert, k = hp.n_expert_used,
-                L = hp.expert_in(), Fe = hp.n_ff_exp;
+  const int64_t n = b.n, E = hp.n_embd, X = hp.n_expert, k = hp.n_expert_used, L = hp.expert_in(),
+                Fe = hp.n_ff_exp;
   const float situ_c[2] = {hp.situ_beta, hp.situ_linear_beta};
   std::optional<ProfScope> section(std::in_place, ProfOp::moe_input);
 
@@ -189,7 +189,8 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
       j.y = sl.y.data();
       jobs.push_back(j);
     }
-    if (g0 == 0 && w.has_shared) jobs.push_back({.w = w.shared.down, .x = sh_h.data(), .n_tok = n, .y = sh.data()});
+    if (g0 == 0 && w.has_shared)
+      jobs.push_back({.w = w.shared.down, .x = sh_h.data(), .n_tok = n, .y = sh.data()});
     b.mm.batch(jobs);
     pins.held.clear();  // released one by one below
     for (size_t i = g0; i < g1; ++i) {

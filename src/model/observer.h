@@ -26,11 +26,11 @@ struct ForwardObserver {
   virtual ~ForwardObserver() = default;
   virtual void on_matmul_input(const kernels::WeightView& w, const float* x, int64_t n_rows,
                                int64_t x_stride) = 0;
-  virtual void on_routing(uint32_t /*layer*/, int64_t /*n_tokens*/, int64_t /*k*/,
-                          const int32_t* /*experts*/, const double* /*weights*/) {}
+  virtual void on_routing(uint32_t /*layer*/, int64_t /*n_tokens*/, int64_t /*k*/, const int32_t* /*experts*/,
+                          const double* /*weights*/) {}
   virtual void on_expert_output(uint32_t /*layer*/, int32_t /*expert*/,
-                                std::span<const std::pair<int64_t, double>> /*toks*/,
-                                const float* /*y*/, int64_t /*width*/) {}
+                                std::span<const std::pair<int64_t, double>> /*toks*/, const float* /*y*/,
+                                int64_t /*width*/) {}
 };
 
 }  // namespace k3::model

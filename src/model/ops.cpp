@@ -41,8 +41,8 @@ double dot(const float* a, const float* b, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     s0 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(a + i)), _mm256_cvtps_pd(_mm_loadu_ps(b + i)), s0);
-    s1 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(a + i + 4)),
-                         _mm256_cvtps_pd(_mm_loadu_ps(b + i + 4)), s1);
+    s1 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(a + i + 4)), _mm256_cvtps_pd(_mm_loadu_ps(b + i + 4)),
+                         s1);
   }
   alignas(32) double lanes[4];
   _mm256_store_pd(lanes, _mm256_add_pd(s0, s1));
@@ -55,7 +55,8 @@ void axpy(double alpha, const float* x, double* y, int64_t n) {
   const __m256d va = _mm256_set1_pd(alpha);
   int64_t i = 0;
   for (; i + 4 <= n; i += 4)
-    _mm256_storeu_pd(y + i, _mm256_fmadd_pd(va, _mm256_cvtps_pd(_mm_loadu_ps(x + i)), _mm256_loadu_pd(y + i)));
+    _mm256_storeu_pd(y + i,
+                     _mm256_fmadd_pd(va, _mm256_cvtps_pd(_mm_loadu_ps(x + i)), _mm256_loadu_pd(y + i)));
   for (; i < n; ++i) y[i] += alpha * x[i];
 }
 
@@ -69,11 +70,14 @@ double product_ops(const kernels::WeightView& w, int64_t n_tok) {
 // Adds the product(s) run in its lifetime to the profile's open section, if there is one.
 class ProfMatmul {
  public:
-  ProfMatmul(uint64_t bytes, double ops, uint64_t n) : on_(prof_matmul_active()), bytes_(bytes), ops_(ops), n_(n) {
+  ProfMatmul(uint64_t bytes, double ops, uint64_t n)
+      : on_(prof_matmul_active()), bytes_(bytes), ops_(ops), n_(n) {
     if (on_) t0_ = std::chrono::steady_clock::now();
   }
   ~ProfMatmul() {
-    if (on_) prof_matmul(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(), bytes_, ops_, n_);
+    if (on_)
+      prof_matmul(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(), bytes_, ops_,
+                  n_);
   }
   ProfMatmul(const ProfMatmul&) = delete;
   ProfMatmul& operator=(const ProfMatmul&) = delete;
@@ -131,7 +135,8 @@ void Matmul::batch(std::span<const kernels::MatmulJob> jobs) const {
     std::vector<float> g(static_cast<size_t>(R * j.n_tok)), u(g.size());
     (*this)(j.w, j.x, j.n_tok, g.data(), j.x_stride, R);
     (*this)(*j.up, j.x, j.n_tok, u.data(), j.x_stride, R);
-    for (int64_t t = 0; t < j.n_tok; ++t) j.act(g.data() + t * R, u.data() + t * R, j.y + t * ys, R, j.act_ctx);
+    for (int64_t t = 0; t < j.n_tok; ++t)
+      j.act(g.data() + t * R, u.data() + t * R, j.y + t * ys, R, j.act_ctx);
   }
 }
 

@@ -10,8 +10,7 @@ namespace k3::model {
 SequenceState::SequenceState(const HParams& hp, CacheType cache_type) : cache_type_(cache_type) {
   kda_.resize(hp.n_layer);
   mla_.resize(hp.n_layer);
-  const size_t Di = hp.kda_inner(), K1 = hp.ssm_conv_kernel - 1, H = hp.n_head,
-               D = hp.kda_head_dim;
+  const size_t Di = hp.kda_inner(), K1 = hp.ssm_conv_kernel - 1, H = hp.n_head, D = hp.kda_head_dim;
   for (uint32_t il = 0; il < hp.n_layer; ++il) {
     if (!hp.is_kda(il)) continue;
     kda_[il].conv.assign(3 * Di * K1, 0.0f);

@@ -38,11 +38,10 @@ class Binder {
     }
     const quant::TypeInfo* ti = quant::type_info(static_cast<uint32_t>(t->type));
     if (!ti || !ti->file_type)
-      fail("{}: tensor '{}' has unsupported type id {}", f_.path(), name,
-           static_cast<uint32_t>(t->type));
+      fail("{}: tensor '{}' has unsupported type id {}", f_.path(), name, static_cast<uint32_t>(t->type));
     if (t->dim(0) % ti->block_elems != 0)
-      fail("{}: tensor '{}' ({}): row of {} is not a multiple of the {}-element block",
-           f_.path(), name, ti->name, t->dim(0), ti->block_elems);
+      fail("{}: tensor '{}' ({}): row of {} is not a multiple of the {}-element block", f_.path(), name,
+           ti->name, t->dim(0), ti->block_elems);
     return *t;
   }
 
@@ -87,8 +86,8 @@ Weights bind_weights(const gguf::GgufFile& f, const HParams& hp) {
   Binder b(f);
   const int64_t E = hp.n_embd, V = hp.n_vocab, H = hp.n_head, D = hp.kda_head_dim;
   const int64_t Di = hp.kda_inner(), K = hp.ssm_conv_kernel;
-  const int64_t C = hp.kv_lora_rank, R = hp.n_rot, N = hp.qk_nope(),
-                Vh = hp.n_embd_head_v_mla, Q = hp.q_lora_rank;
+  const int64_t C = hp.kv_lora_rank, R = hp.n_rot, N = hp.qk_nope(), Vh = hp.n_embd_head_v_mla,
+                Q = hp.q_lora_rank;
   const int64_t X = hp.n_expert, L = hp.expert_in(), Fs = hp.n_ff_shexp();
   const bool res = hp.attn_res_block_size > 0;
 
@@ -127,8 +126,7 @@ Weights bind_weights(const gguf::GgufFile& f, const HParams& hp) {
     } else {
       MlaWeights& m = lw.mla;
       if (!b.has(blk(il, "attn_k_b.weight")) && b.has(blk(il, "attn_kv_b.weight")))
-        fail("{}: layer {} has only the un-absorbed attn_kv_b; K3 needs attn_k_b + attn_v_b",
-             f.path(), il);
+        fail("{}: layer {} has only the un-absorbed attn_kv_b; K3 needs attn_k_b + attn_v_b", f.path(), il);
       m.q_lora = b.has(blk(il, "attn_q_a_norm.weight"));
       if (m.q_lora) {
         if (Q == 0) fail("{}: layer {} has q-LoRA tensors but attention.q_lora_rank is 0", f.path(), il);
@@ -155,10 +153,8 @@ Weights bind_weights(const gguf::GgufFile& f, const HParams& hp) {
     } else {
       MoeWeights& m = lw.moe;
       m.router = b.matrix(blk(il, "ffn_gate_inp.weight"), {E, X});
-      if (b.has(blk(il, "exp_probs_b.bias")))
-        m.router_bias = b.vec(blk(il, "exp_probs_b.bias"), {X});
-      else
-        m.router_bias.assign(static_cast<size_t>(X), 0.0f);
+      if (b.has(blk(il, "exp_probs_b.bias"))) m.router_bias = b.vec(blk(il, "exp_probs_b.bias"), {X});
+      else m.router_bias.assign(static_cast<size_t>(X), 0.0f);
       m.latent = hp.n_embd_exp_latent > 0;
       if (m.latent) {
         m.routed_down = b.matrix(blk(il, "ffn_routed_down.weight"), {E, L});
@@ -193,9 +189,11 @@ void walk_streamed(W& w, const Fn& fn) {
   };
   visit(w.output);
   for (auto& l : w.layers) {
-    for (auto* v : {&l.kda.wq, &l.kda.wk, &l.kda.wv, &l.kda.f_a, &l.kda.f_b, &l.kda.beta, &l.kda.g, &l.kda.out})
+    for (auto* v :
+         {&l.kda.wq, &l.kda.wk, &l.kda.wv, &l.kda.f_a, &l.kda.f_b, &l.kda.beta, &l.kda.g, &l.kda.out})
       visit(*v);
-    for (auto* v : {&l.mla.q_a, &l.mla.q_b, &l.mla.q, &l.mla.kv_a, &l.mla.k_b, &l.mla.v_b, &l.mla.gate, &l.mla.out})
+    for (auto* v :
+         {&l.mla.q_a, &l.mla.q_b, &l.mla.q, &l.mla.kv_a, &l.mla.k_b, &l.mla.v_b, &l.mla.gate, &l.mla.out})
       visit(*v);
     ffn(l.dense);
     visit(l.moe.router);
@@ -207,7 +205,9 @@ void walk_streamed(W& w, const Fn& fn) {
 
 }  // namespace
 
-void for_each_streamed_matrix(Weights& w, const std::function<void(WeightView&)>& fn) { walk_streamed(w, fn); }
+void for_each_streamed_matrix(Weights& w, const std::function<void(WeightView&)>& fn) {
+  walk_streamed(w, fn);
+}
 
 void for_each_streamed_matrix(const Weights& w, const std::function<void(const WeightView&)>& fn) {
   walk_streamed(w, fn);

@@ -45,31 +45,31 @@ struct HParams;
 using kernels::WeightView;
 
 struct KdaWeights {
-  WeightView wq, wk, wv;               // [E, Di]
+  WeightView wq, wk, wv;                      // [E, Di]
   std::vector<float> conv_q, conv_k, conv_v;  // Di channels × K taps, tap K-1 = current token
-  WeightView f_a;                      // [E, D]
-  WeightView f_b;                      // [D, Di]
-  std::vector<float> dt_bias;          // [Di]
-  std::vector<float> ssm_a;            // [H], holds -exp(A_log)
-  WeightView beta;                     // [E, H]
-  WeightView g;                        // [E, Di]
-  std::vector<float> norm;             // [D], shared by all heads
-  WeightView out;                      // [Di, E]
+  WeightView f_a;                             // [E, D]
+  WeightView f_b;                             // [D, Di]
+  std::vector<float> dt_bias;                 // [Di]
+  std::vector<float> ssm_a;                   // [H], holds -exp(A_log)
+  WeightView beta;                            // [E, H]
+  WeightView g;                               // [E, Di]
+  std::vector<float> norm;                    // [D], shared by all heads
+  WeightView out;                             // [Di, E]
 };
 
 struct MlaWeights {
   bool q_lora = false;
-  WeightView q_a;                      // [E, Q]       (q_lora)
-  std::vector<float> q_a_norm;         // [Q]          (q_lora)
-  WeightView q_b;                      // [Q, H(N+R)]  (q_lora)
-  WeightView q;                        // [E, H(N+R)]  (no q_lora)
-  WeightView kv_a;                     // [E, C+R]
-  std::vector<float> kv_a_norm;        // [C]
-  WeightView k_b;                      // [N, C, H] as H·C rows of N
-  WeightView v_b;                      // [C, Vh, H] as H·Vh rows of C
+  WeightView q_a;                // [E, Q]       (q_lora)
+  std::vector<float> q_a_norm;   // [Q]          (q_lora)
+  WeightView q_b;                // [Q, H(N+R)]  (q_lora)
+  WeightView q;                  // [E, H(N+R)]  (no q_lora)
+  WeightView kv_a;               // [E, C+R]
+  std::vector<float> kv_a_norm;  // [C]
+  WeightView k_b;                // [N, C, H] as H·C rows of N
+  WeightView v_b;                // [C, Vh, H] as H·Vh rows of C
   bool has_gate = false;
-  WeightView gate;                     // [E, H·Vh]
-  WeightView out;                      // [H·Vh, E]
+  WeightView gate;  // [E, H·Vh]
+  WeightView out;   // [H·Vh, E]
 };
 
 struct FfnWeights {
@@ -77,30 +77,30 @@ struct FfnWeights {
 };
 
 struct MoeWeights {
-  WeightView router;                   // [E, X]
-  std::vector<float> router_bias;      // [X] selection-only correction (zeros if absent)
+  WeightView router;               // [E, X]
+  std::vector<float> router_bias;  // [X] selection-only correction (zeros if absent)
   bool latent = false;
-  WeightView routed_down;              // [E, L]
-  WeightView routed_up;                // [L, E]
-  std::vector<float> routed_norm;      // [L] or empty
+  WeightView routed_down;          // [E, L]
+  WeightView routed_up;            // [L, E]
+  std::vector<float> routed_norm;  // [L] or empty
   bool has_shared = false;
-  FfnWeights shared;                   // [E, Fs] ×2, [Fs, E]
+  FfnWeights shared;  // [E, Fs] ×2, [Fs, E]
 };
 
 struct LayerWeights {
   std::vector<float> attn_norm, ffn_norm;
   std::vector<float> attn_res_score, ffn_res_score;  // empty when block_size == 0
-  KdaWeights kda;    // KDA layers
-  MlaWeights mla;    // MLA layers
-  FfnWeights dense;  // il < leading_dense_block_count
-  MoeWeights moe;    // the others
+  KdaWeights kda;                                    // KDA layers
+  MlaWeights mla;                                    // MLA layers
+  FfnWeights dense;                                  // il < leading_dense_block_count
+  MoeWeights moe;                                    // the others
 };
 
 struct Weights {
-  WeightView token_embd;               // [E, V]
-  std::vector<float> output_norm;      // [E]
-  WeightView output;                   // [E, V]
-  std::vector<float> output_res_score; // [E] or empty
+  WeightView token_embd;                // [E, V]
+  std::vector<float> output_norm;       // [E]
+  WeightView output;                    // [E, V]
+  std::vector<float> output_res_score;  // [E] or empty
   std::vector<LayerWeights> layers;
 };
 

@@ -61,11 +61,15 @@ void convert_numbers(const uint8_t* src, float* dst, int64_t n) {
 
 bool can_dequantize(Type t) {
   switch (t) {
-    case Type::F32: case Type::F16: case Type::BF16: case Type::F64:
-    case Type::I8: case Type::I16: case Type::I32: case Type::I64:
-      return true;
-    default:
-      return block_decoder(t) != nullptr;
+    case Type::F32:
+    case Type::F16:
+    case Type::BF16:
+    case Type::F64:
+    case Type::I8:
+    case Type::I16:
+    case Type::I32:
+    case Type::I64: return true;
+    default: return block_decoder(t) != nullptr;
   }
 }
 

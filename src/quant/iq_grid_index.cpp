@@ -96,8 +96,7 @@ void build(GridIndex& gi, const GridSpec& s) {
     for (uint32_t m = 0; m < list.count; ++m) {
       const int8_t* pl = gi.point_levels(gi.neighbour_ids[list.first + m]);
       for (int j = 0; j < s.n_coords; ++j) {
-        gi.lanes[list.lanes + (m / 8) * s.n_coords + j] |= static_cast<uint32_t>(pl[j])
-                                                           << (4 * (m % 8));
+        gi.lanes[list.lanes + (m / 8) * s.n_coords + j] |= static_cast<uint32_t>(pl[j]) << (4 * (m % 8));
       }
     }
     gi.map[key] = -static_cast<int32_t>(gi.lists.size()) - 1;

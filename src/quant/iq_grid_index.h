@@ -30,9 +30,9 @@ struct GridIndex {
   // lists[list] describes the nearest points of that off-grid key.
   std::vector<int32_t> map;
   struct List {
-    uint32_t first;   // into neighbour_ids
+    uint32_t first;  // into neighbour_ids
     uint32_t count;
-    uint32_t lanes;   // into lanes: ceil(count/8) chunks of n_coords words
+    uint32_t lanes;  // into lanes: ceil(count/8) chunks of n_coords words
   };
   std::vector<List> lists;
   std::vector<uint16_t> neighbour_ids;

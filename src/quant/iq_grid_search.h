@@ -22,8 +22,8 @@ namespace k3::quant::iq {
 // its coordinates in index order with separate multiplies and adds, so every score is
 // bit-identical to ggml's scalar loop; the first strict minimum wins, as there.
 template <int NC>
-inline int best_neighbour(const GridIndex& gi, uint32_t key, const float* xval, const float* w,
-                          float scale, const float* table) {
+inline int best_neighbour(const GridIndex& gi, uint32_t key, const float* xval, const float* w, float scale,
+                          const float* table) {
   const GridIndex::List& list = gi.list_of(key);
   const uint16_t* ids = gi.neighbour_ids.data() + list.first;
   const uint32_t* lanes = gi.lanes.data() + list.lanes;
@@ -46,8 +46,7 @@ inline int best_neighbour(const GridIndex& gi, uint32_t key, const float* xval, 
     __m256 acc = _mm256_setzero_ps();
     for (int j = 0; j < NC; ++j) {
       // vpermps reads only the low 3 bits of each index: the lane's level after the shift.
-      const __m256i lv = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(lanes[j])),
-                                           nibble_shift);
+      const __m256i lv = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(lanes[j])), nibble_shift);
       const __m256 q = _mm256_permutevar8x32_ps(vtable, lv);
       const __m256 diff = _mm256_sub_ps(_mm256_mul_ps(vscale, q), vx[j]);
       acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_mul_ps(vw[j], diff), diff));
@@ -66,8 +65,7 @@ inline int best_neighbour(const GridIndex& gi, uint32_t key, const float* xval, 
   m = _mm256_min_ps(m, _mm256_shuffle_ps(m, m, _MM_SHUFFLE(1, 0, 3, 2)));
   m = _mm256_min_ps(m, _mm256_shuffle_ps(m, m, _MM_SHUFFLE(2, 3, 0, 1)));
   const __m256i taken = _mm256_cmpgt_epi32(best_pos, _mm256_set1_epi32(-1));
-  const __m256i at_min =
-      _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(best, m, _CMP_EQ_OQ)), taken);
+  const __m256i at_min = _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(best, m, _CMP_EQ_OQ)), taken);
   __m256i p = _mm256_blendv_epi8(_mm256_set1_epi32(INT32_MAX), best_pos, at_min);
   p = _mm256_min_epi32(p, _mm256_permute2x128_si256(p, p, 1));
   p = _mm256_min_epi32(p, _mm256_shuffle_epi32(p, _MM_SHUFFLE(1, 0, 3, 2)));
@@ -82,8 +80,8 @@ inline constexpr float kOddLevels[8] = {1, 3, 5, 7, 9, 11, 13, 15};
 
 // Returns the grid index; L receives its levels; *on_grid tells whether no search was needed.
 template <int NC>
-inline int assign_group(const GridIndex& gi, const float* xval, const float* w, float id,
-                        float scale, int8_t* L, bool* on_grid) {
+inline int assign_group(const GridIndex& gi, const float* xval, const float* w, float id, float scale,
+                        int8_t* L, bool* on_grid) {
   uint32_t key = 0;
   for (int i = 0; i < NC; ++i) {
     int l = nearest_int(0.5f * (id * xval[i] - 1));
@@ -105,8 +103,7 @@ inline int assign_group(const GridIndex& gi, const float* xval, const float* w, 
 
 // Σ w·x·q and Σ w·q² with q = 2L+1, accumulated in index order as ggml does.
 template <int N>
-inline void level_sums(const float* w, const float* xval, const int8_t* L, float& sumqx,
-                       float& sumq2) {
+inline void level_sums(const float* w, const float* xval, const int8_t* L, float& sumqx, float& sumq2) {
   sumqx = 0;
   sumq2 = 0;
   for (int i = 0; i < N; ++i) {

@@ -37,8 +37,8 @@ void sort_positions(const float* xb, int* idx) {
 
 // Grid index for the levels of one 8-group; off-grid keys go to the best neighbour and the
 // levels are replaced by the chosen point's. Returns false in *on_grid when a search was needed.
-int group_index(const GridIndex& gi, int8_t* L, const float* xb, const float* w, float scale,
-                const float* xg, bool* on_grid) {
+int group_index(const GridIndex& gi, int8_t* L, const float* xb, const float* w, float scale, const float* xg,
+                bool* on_grid) {
   uint32_t key = 0;
   for (int j = 0; j < 8; ++j) key |= static_cast<uint32_t>(L[j]) << (2 * j);
   int p = gi.map[key];
@@ -62,14 +62,12 @@ inline int sub_scale3(float id, float scale) {
 // (i1, i2, k) order with strict improvement wins. Each candidate's sums are accumulated in
 // sorted order, term by term, exactly as the reference; eight consecutive i2 are evaluated at
 // once (one per lane), and the winner is then chosen sequentially.
-void iq1m_split_search(const float* xb, const float* weight, const int* idx, float& scale,
-                       int& besti1, int& besti2, int& best_k) {
+void iq1m_split_search(const float* xb, const float* weight, const int* idx, float& scale, int& besti1,
+                       int& besti2, int& best_k) {
   constexpr int kBs = 16;
   float best_score = -FLT_MAX;
-  const __m256 p0 = _mm256_set1_ps(kXp[0]), p1 = _mm256_set1_ps(kXp[1]),
-               p2 = _mm256_set1_ps(kXp[2]);
-  const __m256 m0 = _mm256_set1_ps(kXm[0]), m1 = _mm256_set1_ps(kXm[1]),
-               m2 = _mm256_set1_ps(kXm[2]);
+  const __m256 p0 = _mm256_set1_ps(kXp[0]), p1 = _mm256_set1_ps(kXp[1]), p2 = _mm256_set1_ps(kXp[2]);
+  const __m256 m0 = _mm256_set1_ps(kXm[0]), m1 = _mm256_set1_ps(kXm[1]), m2 = _mm256_set1_ps(kXm[2]);
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   alignas(32) float qx[4][8], q2[4][8];
   for (int i1 = 0; i1 <= kBs; ++i1) {
@@ -167,10 +165,9 @@ void quantize_row_iq1_s(const float* x, uint8_t* out, int64_t n, const float* qw
         for (int i2 = i1; i2 <= kBs; ++i2) {
           for (int h = 0; h < 2; ++h) {  // xp first, then xm
             const float* v = h == 0 ? kXp : kXm;
-            const float sumqx = (sumx[i1] - sumx[0]) * v[0] + (sumx[i2] - sumx[i1]) * v[1] +
-                                (sumx[kBs] - sumx[i2]) * v[2];
-            const float sumq2 = (sumw[i1] - sumw[0]) * v[0] * v[0] +
-                                (sumw[i2] - sumw[i1]) * v[1] * v[1] +
+            const float sumqx =
+                (sumx[i1] - sumx[0]) * v[0] + (sumx[i2] - sumx[i1]) * v[1] + (sumx[kBs] - sumx[i2]) * v[2];
+            const float sumq2 = (sumw[i1] - sumw[0]) * v[0] * v[0] + (sumw[i2] - sumw[i1]) * v[1] * v[1] +
                                 (sumw[kBs] - sumw[i2]) * v[2] * v[2];
             if (sumq2 > 0 && sumqx * sumqx > best_score * sumq2) {
               scale = sumqx / sumq2;
@@ -270,9 +267,7 @@ void quantize_row_iq1_m(const float* x, uint8_t* out, int64_t n, const float* qw
     };
     // Value table of group k (0: first 8, 1: last 8) under hypothesis h:
     // 0 = (+,+), 1 = (+,−), 2 = (−,+), 3 = (−,−).
-    auto table = [](int h, int k) -> const float* {
-      return (k == 0 ? h < 2 : h % 2 == 0) ? kXp : kXm;
-    };
+    auto table = [](int h, int k) -> const float* { return (k == 0 ? h < 2 : h % 2 == 0) ? kXp : kXm; };
 
     for (int ib = 0; ib < 16; ++ib) {
       const float* xb = xbl + kBs * ib;
@@ -299,8 +294,8 @@ void quantize_row_iq1_m(const float* x, uint8_t* out, int64_t n, const float* qw
       bool all_on_grid = true;
       int index[2];
       for (int k = 0; k < 2; ++k) {
-        index[k] = group_index(gi, L + 8 * k, xb + 8 * k, weight + 8 * k, scale,
-                               table(best_k, k), &all_on_grid);
+        index[k] =
+            group_index(gi, L + 8 * k, xb + 8 * k, weight + 8 * k, scale, table(best_k, k), &all_on_grid);
       }
       if (!all_on_grid) {
         float sumqx = 0, sumq2 = 0;

@@ -23,8 +23,8 @@ inline int sub_scale(float id, float scale) {
 
 struct SubBlockResult {
   float scale;
-  int index[8];        // grid index per 4-value group
-  uint8_t signs[4];    // IQ3_XXS: 7-bit sign indices; IQ3_S: full sign bytes
+  int index[8];      // grid index per 4-value group
+  uint8_t signs[4];  // IQ3_XXS: 7-bit sign indices; IQ3_S: full sign bytes
 };
 
 // Quantizes one 32-value sub-block; returns false (nothing to store) when it is skipped.
@@ -40,9 +40,7 @@ bool quantize_sub_block(const GridIndex& gi, const float* xb, const float* qw, f
     for (int i = 0; i < 32; ++i) weight[i] = xb[i] * xb[i];
   }
   for (int i = 0; i < 32; ++i) waux[i] = __builtin_sqrtf(weight[i]);
-  for (int k = 0; k < 4; ++k) {
-    r.signs[k] = group_signs(xb + 8 * k, weight + 8 * k, xval + 8 * k, !kIsS);
-  }
+  for (int k = 0; k < 4; ++k) { r.signs[k] = group_signs(xb + 8 * k, weight + 8 * k, xval + 8 * k, !kIsS); }
   float max = xval[0];
   for (int i = 1; i < 32; ++i) max = max_of(max, xval[i]);
   std::memset(L, 0, 32);
@@ -57,8 +55,7 @@ bool quantize_sub_block(const GridIndex& gi, const float* xb, const float* qw, f
     const float id = (2 * kMaxQ - 1 + is * 0.2f) / max;
     const float this_scale = 1 / id;
     for (int k = 0; k < 8; ++k) {
-      assign_group<4>(gi, xval + 4 * k, waux + 4 * k, id, this_scale, Laux + 4 * k,
-                      &is_on_grid_aux[k]);
+      assign_group<4>(gi, xval + 4 * k, waux + 4 * k, id, this_scale, Laux + 4 * k, &is_on_grid_aux[k]);
     }
     float sumqx, sumq2;
     level_sums<32>(weight, xval, Laux, sumqx, sumq2);
@@ -116,8 +113,8 @@ void quantize_row_iq3_xxs(const float* x, uint8_t* out, int64_t n, const float* 
         continue;
       }
       for (int k = 0; k < 8; ++k) y[2 + 8 * ib + k] = static_cast<uint8_t>(r.index[k]);
-      scales_and_signs[ib] = r.signs[0] | (r.signs[1] << 7) | (r.signs[2] << 14) |
-                             (static_cast<uint32_t>(r.signs[3]) << 21);
+      scales_and_signs[ib] =
+          r.signs[0] | (r.signs[1] << 7) | (r.signs[2] << 14) | (static_cast<uint32_t>(r.signs[3]) << 21);
       scales[ib] = r.scale;
       max_scale = max_of(max_scale, r.scale);
     }

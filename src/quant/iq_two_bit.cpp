@@ -225,8 +225,7 @@ void quantize_row_iq2_16(const float* x, uint8_t* out, int64_t n, const float* q
         const float id = (2 * kMaxQ - 1 + is * 0.1f) / max;
         const float this_scale = 1 / id;
         for (int k = 0; k < 2; ++k) {
-          assign_group<8>(gi, xval + 8 * k, waux + 8 * k, id, this_scale, Laux + 8 * k,
-                          &is_on_grid_aux[k]);
+          assign_group<8>(gi, xval + 8 * k, waux + 8 * k, id, this_scale, Laux + 8 * k, &is_on_grid_aux[k]);
         }
         float sumqx, sumq2;
         level_sums<16>(weight, xval, Laux, sumqx, sumq2);

@@ -30,8 +30,8 @@ inline float signed_absmax(int n, const float* x, float& amax) {
   return max;
 }
 
-float make_qkx(int n, int nmax, const float* x, const float* w, uint8_t* L, float* the_min,
-               float rmin, float rdelta, int nstep, bool use_mad, bool strict_degenerate) {
+float make_qkx(int n, int nmax, const float* x, const float* w, uint8_t* L, float* the_min, float rmin,
+               float rdelta, int nstep, bool use_mad, bool strict_degenerate) {
   auto weight = [&](int i) { return w ? w[i] : x[i] * x[i]; };
   float min = x[0], max = x[0];
   float sum_w = weight(0);
@@ -186,13 +186,13 @@ float make_q3(int n, int nmax, const float* x, int8_t* L) {
   return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
 
-float make_qkx2(int n, int nmax, const float* x, const float* w, uint8_t* L, float* the_min,
-                float rmin, float rdelta, int nstep, bool use_mad) {
+float make_qkx2(int n, int nmax, const float* x, const float* w, uint8_t* L, float* the_min, float rmin,
+                float rdelta, int nstep, bool use_mad) {
   return make_qkx(n, nmax, x, w, L, the_min, rmin, rdelta, nstep, use_mad, true);
 }
 
-float make_qkx3(int n, int nmax, const float* x, const float* w, uint8_t* L, float* the_min,
-                float rmin, float rdelta, int nstep, bool use_mad) {
+float make_qkx3(int n, int nmax, const float* x, const float* w, uint8_t* L, float* the_min, float rmin,
+                float rdelta, int nstep, bool use_mad) {
   return make_qkx(n, nmax, x, w, L, the_min, rmin, rdelta, nstep, use_mad, false);
 }
 

@@ -20,10 +20,10 @@ float make_qx(int n, int nmax, const float* x, int8_t* L, const float* w);
 float make_q3(int n, int nmax, const float* x, int8_t* L);
 // Asymmetric levels 0..nmax with a min; returns the scale and sets *the_min (≥ 0, subtracted at
 // decode). qkx3 differs from qkx2 only in its degenerate-range test; w null means x².
-float make_qkx2(int n, int nmax, const float* x, const float* w, uint8_t* L, float* the_min,
-                float rmin, float rdelta, int nstep, bool use_mad);
-float make_qkx3(int n, int nmax, const float* x, const float* w, uint8_t* L, float* the_min,
-                float rmin, float rdelta, int nstep, bool use_mad);
+float make_qkx2(int n, int nmax, const float* x, const float* w, uint8_t* L, float* the_min, float rmin,
+                float rdelta, int nstep, bool use_mad);
+float make_qkx3(int n, int nmax, const float* x, const float* w, uint8_t* L, float* the_min, float rmin,
+                float rdelta, int nstep, bool use_mad);
 // Non-negative values → levels 0..nmax (uint8, wrapping), weights w (required).
 float make_qp(int n, int nmax, const float* x, uint8_t* L, const float* w);
 

@@ -54,10 +54,12 @@ bool can_quantize(Type t) { return is_scalar_float(t) || row_quantizer(t) || is_
 
 bool requires_imatrix(Type t) {
   switch (t) {
-    case Type::IQ2_XXS: case Type::IQ2_XS: case Type::IQ2_S: case Type::IQ1_S: case Type::IQ1_M:
-      return true;
-    default:
-      return false;
+    case Type::IQ2_XXS:
+    case Type::IQ2_XS:
+    case Type::IQ2_S:
+    case Type::IQ1_S:
+    case Type::IQ1_M: return true;
+    default: return false;
   }
 }
 

@@ -32,8 +32,7 @@ RowFn row_fn(Type t) {
 void check_finite_row(Type t, const float* x, int64_t n, int64_t row) {
   for (int64_t i = 0; i < n; ++i) {
     if (!std::isfinite(x[i])) {
-      fail("cannot quantize to {}: non-finite value {} at row {}, column {}", type_name(t), x[i],
-           row, i);
+      fail("cannot quantize to {}: non-finite value {} at row {}, column {}", type_name(t), x[i], row, i);
     }
   }
 }
@@ -47,8 +46,8 @@ size_t quantize_iq(Type t, const float* src, void* dst, int64_t nrows, int64_t n
   const RowFn fn = row_fn(t);
   if (!fn) fail("{} is not a grid (i-quant) type", type_name(t));
   if (nrows < 0 || n_per_row <= 0 || n_per_row % iq::kSuperBlock != 0) {
-    fail("cannot quantize to {}: row length {} is not a positive multiple of {}", type_name(t),
-         n_per_row, iq::kSuperBlock);
+    fail("cannot quantize to {}: row length {} is not a positive multiple of {}", type_name(t), n_per_row,
+         iq::kSuperBlock);
   }
   if (!imatrix && (t == Type::IQ1_S || t == Type::IQ2_XXS || t == Type::IQ2_XS)) {
     fail("quantization to {} requires an importance matrix", type_name(t));

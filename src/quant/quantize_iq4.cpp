@@ -34,8 +34,8 @@ int best_index(float v) {
 
 // One super-block of S elements (32 or 256): writes the f16 scale to dh, the packed nibbles to
 // q4, and for S = 256 the 6-bit scales to scales_h / scales_l.
-void iq4_superblock(int S, const float* x, uint8_t* dh, uint8_t* q4, uint8_t* scales_h,
-                    uint8_t* scales_l, const float* qw) {
+void iq4_superblock(int S, const float* x, uint8_t* dh, uint8_t* q4, uint8_t* scales_h, uint8_t* scales_l,
+                    const float* qw) {
   const int8_t* K = kValuesIq4nl;
   float sigma2 = 0;
   for (int j = 0; j < S; ++j) sigma2 += x[j] * x[j];

@@ -25,8 +25,8 @@ inline int clampi(int v, int lo, int hi) { return std::max(lo, std::min(hi, v));
 void pack_2bit(const uint8_t* L, uint8_t* qs) {
   for (int h = 0; h < 2; ++h)
     for (int l = 0; l < 32; ++l)
-      qs[32 * h + l] = uint8_t(L[128 * h + l] | (L[128 * h + l + 32] << 2) |
-                               (L[128 * h + l + 64] << 4) | (L[128 * h + l + 96] << 6));
+      qs[32 * h + l] = uint8_t(L[128 * h + l] | (L[128 * h + l + 32] << 2) | (L[128 * h + l + 64] << 4) |
+                               (L[128 * h + l + 96] << 6));
 }
 
 float sum_sq(const float* x, int n) {
@@ -93,7 +93,8 @@ void q2_k_block(const float* x, uint8_t* y, const float* qw) {
     const float dq = d * float(sc[j] & 0xF);
     if (dq == 0) continue;
     const float mq = dmin * float(sc[j] >> 4);
-    for (int i = 0; i < 16; ++i) L[16 * j + i] = uint8_t(clampi(nearest_int((x[16 * j + i] + mq) / dq), 0, 3));
+    for (int i = 0; i < 16; ++i)
+      L[16 * j + i] = uint8_t(clampi(nearest_int((x[16 * j + i] + mq) / dq), 0, 3));
   }
   pack_2bit(L, qs);
 }
@@ -249,7 +250,8 @@ void q45_k_levels(const float* x, uint8_t* dd, uint8_t* s, uint8_t* L, const flo
     const float dq = d * float(sc);
     if (dq == 0) continue;
     const float dm = dmin * float(m);
-    for (int i = 0; i < 32; ++i) L[32 * j + i] = uint8_t(clampi(nearest_int((x[32 * j + i] + dm) / dq), 0, nmax));
+    for (int i = 0; i < 32; ++i)
+      L[32 * j + i] = uint8_t(clampi(nearest_int((x[32 * j + i] + dm) / dq), 0, nmax));
   }
 }
 
@@ -311,7 +313,8 @@ void q6_k_block(const float* x, uint8_t* y, const float* qw) {
   for (int j = 0; j < 16; ++j) {
     const float dq = d * float(sc[j]);
     if (dq == 0) continue;
-    for (int i = 0; i < 16; ++i) L[16 * j + i] = int8_t(clampi(nearest_int(x[16 * j + i] / dq), -32, 31) + 32);
+    for (int i = 0; i < 16; ++i)
+      L[16 * j + i] = int8_t(clampi(nearest_int(x[16 * j + i] / dq), -32, 31) + 32);
   }
   uint8_t* ql = y;
   uint8_t* qh = y + 128;

@@ -35,13 +35,15 @@ model::SequenceState& Engine::state(int32_t seq) {
 }
 
 void Engine::seq_clear(int32_t seq) {
-  if (seq < 0 || seq >= opts_.n_seq_max) fail("seq_clear: sequence id {} is outside 0..{}", seq, opts_.n_seq_max - 1);
+  if (seq < 0 || seq >= opts_.n_seq_max)
+    fail("seq_clear: sequence id {} is outside 0..{}", seq, opts_.n_seq_max - 1);
   if (seqs_[seq]) seqs_[seq]->clear();
 }
 
 void Engine::seq_copy(int32_t src, int32_t dst) {
   for (int32_t s : {src, dst})
-    if (s < 0 || s >= opts_.n_seq_max) fail("seq_copy: sequence id {} is outside 0..{}", s, opts_.n_seq_max - 1);
+    if (s < 0 || s >= opts_.n_seq_max)
+      fail("seq_copy: sequence id {} is outside 0..{}", s, opts_.n_seq_max - 1);
   if (src == dst) return;
   if (!seqs_[src]) {
     if (seqs_[dst]) seqs_[dst]->clear();
@@ -52,7 +54,8 @@ void Engine::seq_copy(int32_t src, int32_t dst) {
 }
 
 int64_t Engine::seq_pos(int32_t seq) const {
-  if (seq < 0 || seq >= opts_.n_seq_max) fail("seq_pos: sequence id {} is outside 0..{}", seq, opts_.n_seq_max - 1);
+  if (seq < 0 || seq >= opts_.n_seq_max)
+    fail("seq_pos: sequence id {} is outside 0..{}", seq, opts_.n_seq_max - 1);
   return seqs_[seq] ? seqs_[seq]->n_past() : 0;
 }
 
@@ -77,10 +80,11 @@ std::vector<float> Engine::decode(std::span<const BatchToken> batch) {
     int64_t& nx = next[b.seq];
     if (nx < 0) nx = seq_pos(b.seq);
     if (b.pos >= 0 && b.pos != nx)
-      fail("decode: batch entry {}: sequence {} position {} is not the next position {} "
-           "(K3 state cannot skip or rewind; clear or copy the sequence instead)", i, b.seq, b.pos, nx);
-    if (nx >= n_ctx_)
-      fail("decode: batch entry {}: sequence {} is full (context size {})", i, b.seq, n_ctx_);
+      fail(
+          "decode: batch entry {}: sequence {} position {} is not the next position {} "
+          "(K3 state cannot skip or rewind; clear or copy the sequence instead)",
+          i, b.seq, b.pos, nx);
+    if (nx >= n_ctx_) fail("decode: batch entry {}: sequence {} is full (context size {})", i, b.seq, n_ctx_);
     ++nx;
     n_logits += b.want_logits;
   }

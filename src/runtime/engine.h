@@ -54,18 +54,18 @@ inline int64_t context_size(int64_t n_ctx_train, int64_t requested) {
 }
 
 struct EngineOptions {
-  int n_threads = 0;              // 0: ThreadPool::default_threads()
-  int n_seq_max = 1;              // sequence ids 0 … n_seq_max-1
-  int64_t n_ctx = 0;              // max tokens per sequence; 0: context_size() of the model
-  int64_t n_ubatch = 512;         // tokens per forward micro-batch
+  int n_threads = 0;                      // 0: ThreadPool::default_threads()
+  int n_seq_max = 1;                      // sequence ids 0 … n_seq_max-1
+  int64_t n_ctx = 0;                      // max tokens per sequence; 0: context_size() of the model
+  int64_t n_ubatch = 512;                 // tokens per forward micro-batch
   CacheType cache_type = CacheType::F32;  // MLA latent cache precision
-  model::ForwardDebug debug{};    // test-only knobs; leave default
+  model::ForwardDebug debug{};            // test-only knobs; leave default
 };
 
 struct BatchToken {
   int32_t token = 0;
   int32_t seq = 0;
-  int64_t pos = -1;          // -1: the sequence's next position
+  int64_t pos = -1;  // -1: the sequence's next position
   bool want_logits = false;
 };
 

@@ -42,15 +42,15 @@ std::vector<int32_t> parse_token_list(std::string_view text, std::string_view wh
       fail("{}: bad token id at character {}: '{}'", what, i, text.substr(i, 12));
     out.push_back(static_cast<int32_t>(v));
     i = static_cast<size_t>(p - text.data());
-    if (i < text.size() && !(text[i] == ',' || text[i] == ' ' || text[i] == '\t' ||
-                             text[i] == '\n' || text[i] == '\r'))
+    if (i < text.size() &&
+        !(text[i] == ',' || text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r'))
       fail("{}: bad token id at character {}: '{}'", what, i, text.substr(i, 12));
   }
   return out;
 }
 
-std::vector<float> eval_logits(Engine& engine, const std::vector<int32_t>& tokens,
-                               const EvalMode& mode, int32_t seq) {
+std::vector<float> eval_logits(Engine& engine, const std::vector<int32_t>& tokens, const EvalMode& mode,
+                               int32_t seq) {
   const size_t V = static_cast<size_t>(engine.n_vocab());
   std::vector<float> out;
   out.reserve(tokens.size() * V);

@@ -24,7 +24,7 @@ struct EvalMode {
 // Parses "1,2,3" / "1 2 3" / one id per line.
 std::vector<int32_t> parse_token_list(std::string_view text, std::string_view what);
 
-std::vector<float> eval_logits(Engine& engine, const std::vector<int32_t>& tokens,
-                               const EvalMode& mode, int32_t seq = 0);
+std::vector<float> eval_logits(Engine& engine, const std::vector<int32_t>& tokens, const EvalMode& mode,
+                               int32_t seq = 0);
 
 }  // namespace k3::runtime

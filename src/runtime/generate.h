@@ -30,18 +30,18 @@ struct TokenConstraint {
 struct GenerateOptions {
   int32_t n_predict = 128;  // < 0: until end of generation or a full context
   int32_t seq = 0;
-  bool ignore_eog = false;  // keep going past end-of-generation tokens (benchmarks)
+  bool ignore_eog = false;              // keep going past end-of-generation tokens (benchmarks)
   std::function<bool(int32_t)> is_eog;  // null: nothing ends generation early
   const TokenConstraint* constraint = nullptr;
 };
 
 struct GenerateStats {
   int64_t n_prompt = 0;
-  int64_t n_generated = 0;   // tokens reported to on_token
-  int64_t n_gen_decoded = 0; // generated tokens that were fed back through the model
+  int64_t n_generated = 0;    // tokens reported to on_token
+  int64_t n_gen_decoded = 0;  // generated tokens that were fed back through the model
   double prompt_seconds = 0;
   double gen_seconds = 0;
-  std::string stop;          // "eog", "length" or "context"
+  std::string stop;  // "eog", "length" or "context"
 
   double prompt_tps() const { return prompt_seconds > 0 ? n_prompt / prompt_seconds : 0; }
   // Generated tokens per second (each costs one decode and one sample).

@@ -10,11 +10,13 @@
 namespace k3::runtime {
 
 SamplerParamsError check_sampler_params(const SamplerParams& p) {
-  if (!std::isfinite(p.temperature) || p.temperature < 0.0f) return {"temperature", "must be finite and >= 0"};
+  if (!std::isfinite(p.temperature) || p.temperature < 0.0f)
+    return {"temperature", "must be finite and >= 0"};
   // As floats, after the caller's conversion: 1e-50 is 0 here.
   if (!(p.top_p > 0.0f) || p.top_p > 1.0f) return {"top_p", "must be > 0 and <= 1"};
   if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) return {"min_p", "must be in [0, 1]"};
-  if (!(p.repeat_penalty > 0.0f) || !std::isfinite(p.repeat_penalty)) return {"repeat_penalty", "must be > 0"};
+  if (!(p.repeat_penalty > 0.0f) || !std::isfinite(p.repeat_penalty))
+    return {"repeat_penalty", "must be > 0"};
   if (p.repeat_last_n < 0) return {"repeat_last_n", "must be >= 0"};
   if (!std::isfinite(p.presence_penalty)) return {"presence_penalty", "must be finite"};
   if (!std::isfinite(p.frequency_penalty)) return {"frequency_penalty", "must be finite"};
@@ -39,9 +41,7 @@ void Sampler::reset() {
 
 namespace {
 
-bool better(const TokenProb& a, const TokenProb& b) {
-  return a.p != b.p ? a.p > b.p : a.token < b.token;
-}
+bool better(const TokenProb& a, const TokenProb& b) { return a.p != b.p ? a.p > b.p : a.token < b.token; }
 
 // Softmax of the `p` fields (which hold logits on entry) in place; returns nothing.
 void softmax(std::vector<TokenProb>& c) {
@@ -57,7 +57,8 @@ void softmax(std::vector<TokenProb>& c) {
 
 }  // namespace
 
-std::vector<TokenProb> Sampler::candidates(std::span<const float> logits, std::span<const uint64_t> allowed) const {
+std::vector<TokenProb> Sampler::candidates(std::span<const float> logits,
+                                           std::span<const uint64_t> allowed) const {
   const int32_t n_vocab = static_cast<int32_t>(logits.size());
   if (n_vocab == 0) fail("sampler: empty logits");
   std::vector<TokenProb> c;
@@ -65,7 +66,8 @@ std::vector<TokenProb> Sampler::candidates(std::span<const float> logits, std::s
     c.resize(static_cast<size_t>(n_vocab));
     for (int32_t i = 0; i < n_vocab; ++i) c[static_cast<size_t>(i)] = {i, logits[static_cast<size_t>(i)]};
   } else {
-    if (allowed.size() * 64 < static_cast<size_t>(n_vocab)) fail("sampler: the mask is shorter than the vocabulary");
+    if (allowed.size() * 64 < static_cast<size_t>(n_vocab))
+      fail("sampler: the mask is shorter than the vocabulary");
     for (size_t w = 0; w < allowed.size(); ++w)
       for (uint64_t bits = allowed[w]; bits; bits &= bits - 1) {
         const int32_t i = static_cast<int32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
@@ -87,7 +89,8 @@ std::vector<TokenProb> Sampler::candidates(std::span<const float> logits, std::s
       if (allowed.empty()) {
         lp = &c[static_cast<size_t>(t)].p;
       } else {
-        auto it = std::lower_bound(c.begin(), c.end(), t, [](const TokenProb& a, int32_t id) { return a.token < id; });
+        auto it = std::lower_bound(c.begin(), c.end(), t,
+                                   [](const TokenProb& a, int32_t id) { return a.token < id; });
         if (it == c.end() || it->token != t) continue;
         lp = &it->p;
       }
@@ -141,7 +144,8 @@ std::vector<TokenProb> Sampler::candidates(std::span<const float> logits, std::s
   return c;
 }
 
-std::vector<TokenProb> Sampler::distribution(std::span<const float> logits, std::span<const uint64_t> allowed) const {
+std::vector<TokenProb> Sampler::distribution(std::span<const float> logits,
+                                             std::span<const uint64_t> allowed) const {
   return candidates(logits, allowed);
 }
 

@@ -22,10 +22,10 @@ struct SamplerParams {
   int32_t top_k = 40;
   float top_p = 0.95f;
   float min_p = 0.05f;
-  float repeat_penalty = 1.0f;    // llama.cpp's: logit/penalty if > 0, logit·penalty if < 0
-  int32_t repeat_last_n = 64;     // window of accepted tokens the penalties look at; 0: none
-  float frequency_penalty = 0.0f; // − count·f
-  float presence_penalty = 0.0f;  // − p if the token occurred
+  float repeat_penalty = 1.0f;     // llama.cpp's: logit/penalty if > 0, logit·penalty if < 0
+  int32_t repeat_last_n = 64;      // window of accepted tokens the penalties look at; 0: none
+  float frequency_penalty = 0.0f;  // − count·f
+  float presence_penalty = 0.0f;   // − p if the token occurred
   uint64_t seed = 0;
 };
 
@@ -57,7 +57,8 @@ class Sampler {
 
   // The distribution the draw would use: surviving tokens with their probabilities, most
   // likely first (ties by lower id). Greedy gives one token with p = 1.
-  std::vector<TokenProb> distribution(std::span<const float> logits, std::span<const uint64_t> allowed = {}) const;
+  std::vector<TokenProb> distribution(std::span<const float> logits,
+                                      std::span<const uint64_t> allowed = {}) const;
 
   const SamplerParams& params() const { return params_; }
 

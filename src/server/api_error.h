@@ -16,8 +16,7 @@ namespace k3::server {
 class ApiError : public std::runtime_error {
  public:
   ApiError(int status, std::string type, const std::string& message, std::string param = {})
-      : std::runtime_error(message), status_(status), type_(std::move(type)),
-        param_(std::move(param)) {}
+      : std::runtime_error(message), status_(status), type_(std::move(type)), param_(std::move(param)) {}
   int status() const { return status_; }
   const std::string& type() const { return type_; }
   const std::string& param() const { return param_; }
@@ -30,10 +29,8 @@ class ApiError : public std::runtime_error {
 
 // 400 invalid_request_error naming the field at fault.
 template <typename... Args>
-[[noreturn]] void bad_request(const std::string& param, fmt::format_string<Args...> f,
-                              Args&&... args) {
-  throw ApiError(400, "invalid_request_error", fmt::format(f, std::forward<Args>(args)...),
-                 param);
+[[noreturn]] void bad_request(const std::string& param, fmt::format_string<Args...> f, Args&&... args) {
+  throw ApiError(400, "invalid_request_error", fmt::format(f, std::forward<Args>(args)...), param);
 }
 
 // The JSON text of an error body (compact, valid UTF-8 whatever the message holds).

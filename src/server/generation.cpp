@@ -11,10 +11,14 @@ namespace k3::server {
 using text::StopReason;
 using text::TokenKind;
 
-Generation::Generation(Job& job, const text::Tokenizer& tok, const VocabRoles& roles,
-                       int64_t max_tokens, std::shared_ptr<const grammar::TokenVocab> gvocab)
-    : job_(job), tok_(tok), roles_(roles), max_tokens_(max_tokens),
-      sampler_(job.params.sampler), stop_(job.params.stop) {
+Generation::Generation(Job& job, const text::Tokenizer& tok, const VocabRoles& roles, int64_t max_tokens,
+                       std::shared_ptr<const grammar::TokenVocab> gvocab)
+    : job_(job),
+      tok_(tok),
+      roles_(roles),
+      max_tokens_(max_tokens),
+      sampler_(job.params.sampler),
+      stop_(job.params.stop) {
   if (job.grammar) {
     if (!gvocab) fail("generation: a grammar needs the matcher's vocabulary");
     matcher_ = std::make_unique<grammar::GrammarMatcher>(job.grammar, std::move(gvocab));
@@ -135,8 +139,7 @@ bool Generation::finish(StopReason why) {
   }
   usage_.completion_tokens = n_generated_;
   if (t_first_ != Clock::time_point{})
-    usage_.predicted_ms =
-        std::chrono::duration<double, std::milli>(Clock::now() - t_first_).count();
+    usage_.predicted_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_first_).count();
   e.usage = usage_;
   job_.channel.push(std::move(e));
   return true;

@@ -60,9 +60,9 @@ class Generation {
   int64_t max_tokens_;
   runtime::Sampler sampler_;
   StopMatcher stop_;
-  std::optional<text::OutputParser> parser_;        // chat
-  std::optional<text::ReasoningBudget> budget_;     // chat with a budget
-  text::Utf8Stream utf8_;                           // raw completions
+  std::optional<text::OutputParser> parser_;     // chat
+  std::optional<text::ReasoningBudget> budget_;  // chat with a budget
+  text::Utf8Stream utf8_;                        // raw completions
   std::unique_ptr<grammar::GrammarMatcher> matcher_;
   std::deque<int32_t> forced_;
   size_t script_pos_ = 0;

@@ -246,7 +246,8 @@ void HttpConnection::get_local_ip_and_port(std::string& ip, int& port) const {
 }
 
 time_t HttpConnection::duration() const {
-  return static_cast<time_t>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start_).count());
+  return static_cast<time_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start_).count());
 }
 
 void HttpConnection::set_read_timeout(time_t sec, time_t usec) {

@@ -12,20 +12,17 @@
 //   limits.max_head_bytes reads fail and head_too_large() turns true;
 // - waits that end when stopping() answers true (the server is stopping).
 // Each wait for more bytes is also bounded by limits.read_timeout_s (timed_out() then turns
-// true as well), each write call by limits.write_timeout_s. peer_gone(): the client has closed (EOF: a half-close counts, it
-// cannot be told from a client that left), reset or failed; bytes waiting to be read mean it
-// is still there. The caller owns the socket until close(), which drains what is still
-// arriving (at most 100 ms) so the client reads a FIN, not a reset, then closes it. One
-// thread uses a connection at a time.
-// ConnectionPool: the threads that serve connections, one connection each at a time. `base`
-// threads always run; while no thread is free another is started, up to `max` (the extra
-// ones end after idle_s without work), so slow clients holding threads do not queue a fresh
-// connection behind them until `max` are busy. Then up to `max_queued` connections wait, and
-// enqueue() refuses the rest (the library closes such a socket at once). While connections
-// wait, starved() is true, and threads whose connection is idle give it up (wait_for_request's
-// `shed`): 200 sockets that connect and say nothing cannot keep /health waiting for their idle
-// timeout. shutdown() lets the
-// threads finish the connections already given to them, then joins them.
+// true as well), each write call by limits.write_timeout_s. peer_gone(): the client has closed (EOF: a
+// half-close counts, it cannot be told from a client that left), reset or failed; bytes waiting to be read
+// mean it is still there. The caller owns the socket until close(), which drains what is still arriving (at
+// most 100 ms) so the client reads a FIN, not a reset, then closes it. One thread uses a connection at a
+// time. ConnectionPool: the threads that serve connections, one connection each at a time. `base` threads
+// always run; while no thread is free another is started, up to `max` (the extra ones end after idle_s
+// without work), so slow clients holding threads do not queue a fresh connection behind them until `max` are
+// busy. Then up to `max_queued` connections wait, and enqueue() refuses the rest (the library closes such a
+// socket at once). While connections wait, starved() is true, and threads whose connection is idle give it up
+// (wait_for_request's `shed`): 200 sockets that connect and say nothing cannot keep /health waiting for their
+// idle timeout. shutdown() lets the threads finish the connections already given to them, then joins them.
 #pragma once
 
 #include <httplib.h>

@@ -20,7 +20,9 @@
 #include "runtime/sampler.h"
 #include "text/output_parser.h"
 
-namespace k3::grammar { struct Grammar; }
+namespace k3::grammar {
+struct Grammar;
+}
 
 namespace k3::server {
 
@@ -29,9 +31,9 @@ using Clock = std::chrono::steady_clock;
 // Validated generation parameters (request fields after defaults and caps).
 struct GenParams {
   runtime::SamplerParams sampler;
-  int64_t max_tokens = -1;             // < 0: until end of turn or a full context
-  std::vector<std::string> stop;       // stop strings (matched on generated text)
-  int64_t reasoning_budget = -1;       // think tokens; < 0 unlimited
+  int64_t max_tokens = -1;        // < 0: until end of turn or a full context
+  std::vector<std::string> stop;  // stop strings (matched on generated text)
+  int64_t reasoning_budget = -1;  // think tokens; < 0 unlimited
   std::string reasoning_budget_message;
 };
 
@@ -46,11 +48,11 @@ struct Usage {
 struct Event {
   enum class Kind { Started, Delta, Done, Error };
   Kind kind = Kind::Delta;
-  text::ParseDelta delta;      // chat: reasoning/content/tool-call deltas
-  std::string text;            // raw completion: new text
-  std::string finish_reason;   // Done
-  Usage usage;                 // Done
-  int status = 0;              // Error: HTTP status, OpenAI type, message
+  text::ParseDelta delta;     // chat: reasoning/content/tool-call deltas
+  std::string text;           // raw completion: new text
+  std::string finish_reason;  // Done
+  Usage usage;                // Done
+  int status = 0;             // Error: HTTP status, OpenAI type, message
   std::string error_type;
   std::string message;
 };
@@ -90,16 +92,16 @@ struct Job {
   // the conversation history (before the generation prompt), so the next turn, which repeats
   // the history, starts from it. 0: one token before the prompt's end.
   size_t snapshot_at = 0;
-  int64_t n_cached = 0;              // set by the scheduler: prompt tokens reused
+  int64_t n_cached = 0;  // set by the scheduler: prompt tokens reused
   // Whose prompt-cache snapshots this job may reuse and leaves behind: the request's
   // `cache_key`, else its `user`, else "" (clients that send neither share one pool).
   std::string cache_owner;
   GenParams params;
-  text::ParserOptions parser;        // chat only
+  text::ParserOptions parser;  // chat only
   // Constrained decoding (response_format, strict tools, grammar, json_schema): the grammar
   // of the whole output; null: unconstrained.
   std::shared_ptr<const grammar::Grammar> grammar;
-  std::vector<int32_t> script;       // test-only scripted output (replaces sampling)
+  std::vector<int32_t> script;  // test-only scripted output (replaces sampling)
   bool scripted = false;
   Clock::time_point deadline = Clock::time_point::max();
   std::atomic<bool> cancelled{false};

@@ -21,7 +21,8 @@ bool is_loopback_bind(const std::string& h) {
 // A header value fit to compare: no control bytes (a NUL or CR would let a forged value
 // pass a prefix match elsewhere).
 bool clean(std::string_view s) {
-  return std::none_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x21 || c == 0x7f; });
+  return std::none_of(s.begin(), s.end(),
+                      [](char c) { return static_cast<unsigned char>(c) < 0x21 || c == 0x7f; });
 }
 
 }  // namespace
@@ -69,7 +70,8 @@ OriginPolicy OriginPolicy::make(const std::string& bind_host, const std::vector<
   OriginPolicy p;
   if (!hosts.empty()) {
     if (std::find(hosts.begin(), hosts.end(), "*") == hosts.end())
-      for (const std::string& h : hosts) p.allowed_hosts.push_back(host_name_of(h).empty() ? lower(h) : host_name_of(h));
+      for (const std::string& h : hosts)
+        p.allowed_hosts.push_back(host_name_of(h).empty() ? lower(h) : host_name_of(h));
   } else if (is_loopback_bind(bind_host)) {
     p.allowed_hosts = {"localhost", "127.0.0.1", "[::1]"};
   }
@@ -81,7 +83,8 @@ OriginPolicy OriginPolicy::make(const std::string& bind_host, const std::vector<
   return p;
 }
 
-OriginPolicy::Verdict OriginPolicy::check(std::string_view host_header, std::string_view origin_header) const {
+OriginPolicy::Verdict OriginPolicy::check(std::string_view host_header,
+                                          std::string_view origin_header) const {
   if (!host_header.empty()) {
     const std::string name = host_name_of(host_header);
     if (name.empty()) return Verdict::bad_host;
@@ -94,7 +97,8 @@ OriginPolicy::Verdict OriginPolicy::check(std::string_view host_header, std::str
   const std::string origin = lower(origin_header);
   // The server's own origin: host[:port] is what the request was sent to (and passed the Host
   // check), over http or, behind a TLS proxy that keeps the Host, https.
-  if (!host_header.empty() && (origin == "http://" + lower(host_header) || origin == "https://" + lower(host_header)))
+  if (!host_header.empty() &&
+      (origin == "http://" + lower(host_header) || origin == "https://" + lower(host_header)))
     return Verdict::same_origin;
   for (const std::string& o : cors_origins)
     if (o == "*" || o == origin) return Verdict::cross_allowed;

@@ -27,7 +27,8 @@ const Json& field(const Json& o, const char* name) {
 }
 
 std::string compile_schema(const Json& schema, bool strict, const std::string& param) {
-  if (!schema.is_object() && !schema.is_boolean()) bad_request(param, "'{}' must be a JSON schema (an object)", param);
+  if (!schema.is_object() && !schema.is_boolean())
+    bad_request(param, "'{}' must be a JSON schema (an object)", param);
   try {
     grammar::SchemaOptions o;
     o.strict = strict;
@@ -75,7 +76,8 @@ std::optional<Content> content_constraint(const Json& req) {
       set({compile_schema(s, strict.is_boolean() && strict.get<bool>(), "response_format.json_schema.schema"),
            "response_format"});
     } else if (t != "text") {
-      bad_request("response_format", "'response_format.type' must be text, json_object or json_schema (got '{}')", t);
+      bad_request("response_format",
+                  "'response_format.type' must be text, json_object or json_schema (got '{}')", t);
     }
   }
   if (!schema.is_null()) set({compile_schema(schema, true, "json_schema"), "json_schema"});
@@ -92,9 +94,7 @@ std::shared_ptr<const grammar::Grammar> compile(const std::vector<grammar::GbnfS
   grammar::Grammar g;
   try {
     g = grammar::parse_gbnf(sources, "root");
-  } catch (const k3::Error& e) {
-    bad_request(param, "{}", e.what());
-  }
+  } catch (const k3::Error& e) { bad_request(param, "{}", e.what()); }
   for (const std::string& name : g.token_names) {
     const int32_t id = tok.find(name);
     if (id < 0 || !(tok.is_control(id) || tok.is_eog(id)))
@@ -111,7 +111,8 @@ std::shared_ptr<const grammar::Grammar> completion_constraint(const Json& req, c
   return compile({{c->gbnf, "", c->param}}, c->param, tok);
 }
 
-std::shared_ptr<const grammar::Grammar> chat_constraint(const Json& req, bool thinking, const text::Tokenizer& tok) {
+std::shared_ptr<const grammar::Grammar> chat_constraint(const Json& req, bool thinking,
+                                                        const text::Tokenizer& tok) {
   using Calls = grammar::ChatConstraint::Calls;
   std::optional<Content> content = content_constraint(req);
   const Json& tools = field(req, "tools");
@@ -126,18 +127,20 @@ std::shared_ptr<const grammar::Grammar> chat_constraint(const Json& req, bool th
     const std::string& s = tc.get_ref<const std::string&>();
     if (s == "none") cc.calls = Calls::None;
     if (s == "required") {
-      if (!have_tools) bad_request("tool_choice", "tool_choice 'required' needs at least one tool in 'tools'");
+      if (!have_tools)
+        bad_request("tool_choice", "tool_choice 'required' needs at least one tool in 'tools'");
       cc.calls = Calls::Required;
     }
   } else if (tc.is_object()) {
     const Json& name = field(field(tc, "function"), "name");
     if (!name.is_string())
-      bad_request("tool_choice", "'tool_choice' must be {{\"type\":\"function\",\"function\":{{\"name\":…}}}}");
+      bad_request("tool_choice",
+                  "'tool_choice' must be {{\"type\":\"function\",\"function\":{{\"name\":…}}}}");
     named = name.get<std::string>();
     cc.calls = Calls::Required;
   }
 
-  std::vector<std::string> texts;  // sources' texts (kept alive for the parse)
+  std::vector<std::string> texts;                          // sources' texts (kept alive for the parse)
   std::vector<std::pair<std::string, std::string>> parts;  // prefix, what
   bool any_strict = false;
   if (cc.calls != Calls::None) {
@@ -166,7 +169,8 @@ std::shared_ptr<const grammar::Grammar> chat_constraint(const Json& req, bool th
     parts.emplace_back("c-", content->param);
     cc.content_root = "c-root";
   }
-  const bool constrained = content || (cc.calls != Calls::None && (any_strict || cc.calls == Calls::Required));
+  const bool constrained =
+      content || (cc.calls != Calls::None && (any_strict || cc.calls == Calls::Required));
   if (!constrained) return nullptr;
   const std::string chat = grammar::chat_output_gbnf(cc);
   std::vector<grammar::GbnfSource> sources{{chat, "", "the chat format"}};

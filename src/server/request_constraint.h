@@ -14,8 +14,12 @@
 
 #include "text/json_py.h"
 
-namespace k3::grammar { struct Grammar; }
-namespace k3::text { class Tokenizer; }
+namespace k3::grammar {
+struct Grammar;
+}
+namespace k3::text {
+class Tokenizer;
+}
 
 namespace k3::server {
 

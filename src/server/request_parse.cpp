@@ -68,7 +68,8 @@ std::string cache_owner_of(const Json& req) {
     const Json& v = field(req, name);
     if (v.is_null()) continue;
     if (!v.is_string()) bad_request(name, "'{}' must be a string", name);
-    if (v.get_ref<const std::string&>().size() > 256) bad_request(name, "'{}' is longer than 256 bytes", name);
+    if (v.get_ref<const std::string&>().size() > 256)
+      bad_request(name, "'{}' is longer than 256 bytes", name);
     return std::string(name) + ":" + v.get<std::string>();
   }
   return {};
@@ -85,8 +86,8 @@ void read_common(const Json& req, const RequestLimits& lim, GenParams& p, BuiltR
   s.repeat_last_n = static_cast<int32_t>(get_int(req, "repeat_last_n", 64, 0, 1 << 20));
   s.presence_penalty = static_cast<float>(get_number(req, "presence_penalty", 0.0, -2.0, 2.0));
   s.frequency_penalty = static_cast<float>(get_number(req, "frequency_penalty", 0.0, -2.0, 2.0));
-  int64_t seed = get_int(req, "seed", -1, std::numeric_limits<int64_t>::min(),
-                         std::numeric_limits<int64_t>::max());
+  int64_t seed =
+      get_int(req, "seed", -1, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   s.seed = seed == -1 ? std::random_device{}() : static_cast<uint64_t>(seed);
   // What the sampler would refuse, refused now (values that pass the ranges above as doubles
   // can still be 0 as floats: top_p 1e-50).
@@ -136,7 +137,8 @@ void read_common(const Json& req, const RequestLimits& lim, GenParams& p, BuiltR
   // Ignoring a bias would answer as if it had been applied; an empty map asks for nothing.
   const Json& bias = field(req, "logit_bias");
   if (!bias.is_null() && !(bias.is_object() && bias.empty()))
-    bad_request("logit_bias", "logit_bias is not supported (use a grammar or json_schema to constrain output)");
+    bad_request("logit_bias",
+                "logit_bias is not supported (use a grammar or json_schema to constrain output)");
 }
 
 // A message's content: a string, null, or a list of parts, each {"type":"text","text":…} or
@@ -222,9 +224,7 @@ size_t history_segments(const Json& req, const std::vector<text::ChatSegment>& s
   std::vector<text::ChatSegment> hist;
   try {
     hist = text::render_chat_segments(text::chat_input_from_request(req, false));
-  } catch (const std::exception&) {
-    return 0;
-  }
+  } catch (const std::exception&) { return 0; }
   if (hist.size() >= segs.size() || !std::equal(hist.begin(), hist.end(), segs.begin())) return 0;
   return hist.size();
 }
@@ -232,8 +232,8 @@ size_t history_segments(const Json& req, const std::vector<text::ChatSegment>& s
 void check_prompt_fits(size_t n_prompt, const RequestLimits& lim) {
   if (static_cast<int64_t>(n_prompt) >= lim.n_ctx)
     throw ApiError(400, "exceed_context_size_error",
-                   fmt::format("the prompt has {} tokens but the context is {} tokens per request",
-                               n_prompt, lim.n_ctx));
+                   fmt::format("the prompt has {} tokens but the context is {} tokens per request", n_prompt,
+                               lim.n_ctx));
 }
 
 }  // namespace
@@ -246,15 +246,12 @@ Json parse_body(std::string_view body) {
   std::optional<Json> j;
   try {
     j = text::parse_json_exact(body, "request body", kMaxBodyDepth);
-  } catch (const k3::Error& e) {
-    bad_request("", "{}", e.what());
-  }
+  } catch (const k3::Error& e) { bad_request("", "{}", e.what()); }
   if (!j->is_object()) bad_request("", "the request body must be a JSON object");
   return std::move(*j);
 }
 
-BuiltRequest build_chat_request(const Json& req, const text::Tokenizer& tok,
-                                const RequestLimits& lim) {
+BuiltRequest build_chat_request(const Json& req, const text::Tokenizer& tok, const RequestLimits& lim) {
   BuiltRequest out;
   auto job = std::make_shared<Job>();
   job->kind = JobKind::Chat;
@@ -274,8 +271,8 @@ BuiltRequest build_chat_request(const Json& req, const text::Tokenizer& tok,
   // rendering").
   size_t n = segs.size();
   job->parser.thinking = n >= 3 && segs[n - 1].special && segs[n - 1].text == "<|sep|>" &&
-                         !segs[n - 2].special && segs[n - 2].text == "think" &&
-                         segs[n - 3].special && segs[n - 3].text == "<|open|>";
+                         !segs[n - 2].special && segs[n - 2].text == "think" && segs[n - 3].special &&
+                         segs[n - 3].text == "<|open|>";
   job->parser.tools = field(req, "tools");
   const Json& tc = field(req, "tool_choice");
   job->parser.tool_choice = tc.is_string() ? tc.get<std::string>() : tc.is_object() ? "required" : "auto";
@@ -288,15 +285,15 @@ BuiltRequest build_chat_request(const Json& req, const text::Tokenizer& tok,
   job->params.reasoning_budget_message = lim.reasoning_budget_message;
   const Json& bm = field(req, "reasoning_budget_message");
   if (!bm.is_null()) {
-    if (!bm.is_string()) bad_request("reasoning_budget_message", "'reasoning_budget_message' must be a string");
+    if (!bm.is_string())
+      bad_request("reasoning_budget_message", "'reasoning_budget_message' must be a string");
     job->params.reasoning_budget_message = bm.get<std::string>();
   }
   out.job = std::move(job);
   return out;
 }
 
-BuiltRequest build_completion_request(const Json& req, const text::Tokenizer& tok,
-                                      const RequestLimits& lim) {
+BuiltRequest build_completion_request(const Json& req, const text::Tokenizer& tok, const RequestLimits& lim) {
   BuiltRequest out;
   auto job = std::make_shared<Job>();
   job->kind = JobKind::Completion;

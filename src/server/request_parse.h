@@ -20,12 +20,12 @@
 namespace k3::server {
 
 struct RequestLimits {
-  int64_t n_ctx = 4096;                // per slot
+  int64_t n_ctx = 4096;  // per slot
   size_t max_messages = 4096;
   size_t max_tools = 512;
   size_t max_stop = 16;
   size_t max_stop_bytes = 1024;
-  int64_t reasoning_budget = -1;       // server default (--reasoning-budget)
+  int64_t reasoning_budget = -1;  // server default (--reasoning-budget)
   std::string reasoning_budget_message;
 };
 
@@ -37,8 +37,7 @@ struct BuiltRequest {
   bool include_usage = false;
 };
 
-BuiltRequest build_chat_request(const text::Json& req, const text::Tokenizer& tok,
-                                const RequestLimits& lim);
+BuiltRequest build_chat_request(const text::Json& req, const text::Tokenizer& tok, const RequestLimits& lim);
 BuiltRequest build_completion_request(const text::Json& req, const text::Tokenizer& tok,
                                       const RequestLimits& lim);
 

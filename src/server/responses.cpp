@@ -3,13 +3,12 @@
 
 #include <random>
 
+#include "core/version.h"
 #include "server/api_error.h"
 
 namespace k3::server {
 
 using text::Json;
-
-static const char* kFingerprint = "k3cpp-0.1.0";
 
 void ChatFold::add(const text::ParseDelta& d) {
   reasoning_content += d.reasoning_content;
@@ -57,12 +56,11 @@ static Json envelope(const ResponseMeta& m, const char* object) {
   j["object"] = object;
   j["created"] = m.created;
   j["model"] = m.model;
-  j["system_fingerprint"] = kFingerprint;
+  j["system_fingerprint"] = std::string("k3cpp-") + k3::version();
   return j;
 }
 
-Json chat_response(const ResponseMeta& m, const ChatFold& f, const std::string& finish,
-                   const Usage& u) {
+Json chat_response(const ResponseMeta& m, const ChatFold& f, const std::string& finish, const Usage& u) {
   Json j = envelope(m, "chat.completion");
   Json msg;
   msg["role"] = "assistant";
@@ -136,9 +134,7 @@ Json completion_chunk(const ResponseMeta& m, const std::string& text, const std:
   return j;
 }
 
-std::string dump(const Json& j) {
-  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
+std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 std::string sse(const Json& j) { return "data: " + dump(j) + "\n\n"; }
 

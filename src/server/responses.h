@@ -18,8 +18,8 @@
 namespace k3::server {
 
 struct ResponseMeta {
-  std::string id;      // chatcmpl-… / cmpl-…
-  int64_t created = 0; // unix seconds
+  std::string id;       // chatcmpl-… / cmpl-…
+  int64_t created = 0;  // unix seconds
   std::string model;
 };
 
@@ -34,15 +34,14 @@ text::Json usage_json(const Usage& u);
 text::Json timings_json(const Usage& u);
 text::Json tool_call_json(const text::ToolCall& c, bool with_index);
 
-text::Json chat_response(const ResponseMeta& m, const ChatFold& f, const std::string& finish,
-                         const Usage& u);
+text::Json chat_response(const ResponseMeta& m, const ChatFold& f, const std::string& finish, const Usage& u);
 // delta: {"role":…}, {"content":…}, …; finish: "" for null.
 text::Json chat_chunk(const ResponseMeta& m, text::Json delta, const std::string& finish);
 std::vector<text::Json> chat_delta_chunks(const ResponseMeta& m, const text::ParseDelta& d);
 text::Json usage_chunk(const ResponseMeta& m, const char* object, const Usage& u);
 
-text::Json completion_response(const ResponseMeta& m, const std::string& text,
-                               const std::string& finish, const Usage& u);
+text::Json completion_response(const ResponseMeta& m, const std::string& text, const std::string& finish,
+                               const Usage& u);
 text::Json completion_chunk(const ResponseMeta& m, const std::string& text, const std::string& finish);
 
 std::string dump(const text::Json& j);

@@ -24,21 +24,21 @@ namespace k3::server {
 // conversation's entry, whose next turn then evicted another's, and so on round the slots.
 struct Scheduler::Snapshot {
   int32_t seq = -1;
-  std::vector<int32_t> tokens;       // empty: unused
-  std::string owner;                 // the cache_owner of the job that left it (job.h)
-  uint64_t last_used = 0;            // admission counter when it was last taken or reused
-  bool proven = false;               // it (or the entry it extends) was reused at least once
+  std::vector<int32_t> tokens;  // empty: unused
+  std::string owner;            // the cache_owner of the job that left it (job.h)
+  uint64_t last_used = 0;       // admission counter when it was last taken or reused
+  bool proven = false;          // it (or the entry it extends) was reused at least once
 };
 
 struct Scheduler::Slot {
   int32_t seq = 0;
-  int from = -1;                     // the snapshot this job restores and extends; -1: none
-  bool restore = false;              // copy snapshot `from` into seq before the next decode
-  size_t snap_at = 0;                // this job's snapshot point (0: none)
+  int from = -1;         // the snapshot this job restores and extends; -1: none
+  bool restore = false;  // copy snapshot `from` into seq before the next decode
+  size_t snap_at = 0;    // this job's snapshot point (0: none)
   std::shared_ptr<Job> job;
   std::unique_ptr<Generation> gen;
-  size_t n_fed = 0;          // prompt tokens decoded so far
-  int32_t next = -1;         // generated token waiting to be decoded
+  size_t n_fed = 0;   // prompt tokens decoded so far
+  int32_t next = -1;  // generated token waiting to be decoded
   Clock::time_point t_start;
   bool generating() const { return job && next >= 0; }
 };
@@ -54,8 +54,8 @@ runtime::EngineOptions SchedulerOptions::engine_options() const {
   return eo;
 }
 
-Scheduler::Scheduler(std::shared_ptr<const model::Model> model,
-                     std::shared_ptr<const text::Tokenizer> tok, const SchedulerOptions& opts)
+Scheduler::Scheduler(std::shared_ptr<const model::Model> model, std::shared_ptr<const text::Tokenizer> tok,
+                     const SchedulerOptions& opts)
     : opts_(opts), tok_(std::move(tok)), roles_(VocabRoles::of(*tok_)) {
   if (opts_.n_slots < 1) fail("--parallel must be >= 1 (got {})", opts_.n_slots);
   if (opts_.n_batch < 1) opts_.n_batch = 1;
@@ -74,8 +74,7 @@ void Scheduler::submit(std::shared_ptr<Job> job) {
     if (stopping_) throw ApiError(503, "unavailable_error", "the server is shutting down");
     if (queue_.size() >= opts_.queue_max)
       throw ApiError(503, "unavailable_error",
-                     fmt::format("the server is busy ({} requests waiting); retry later",
-                                 queue_.size()));
+                     fmt::format("the server is busy ({} requests waiting); retry later", queue_.size()));
     queue_.push_back(std::move(job));
     stats_.queued = queue_.size();
   }
@@ -124,7 +123,8 @@ void Scheduler::release(Slot& s) {
 size_t Scheduler::pick_snapshot(const Slot& s, const std::vector<Snapshot>& snaps, uint64_t n_admitted) {
   if (s.from >= 0) return static_cast<size_t>(s.from);
   auto worth = [](const Snapshot& e) {
-    return e.tokens.empty() ? std::pair<int, uint64_t>{0, 0} : std::pair<int, uint64_t>{e.proven ? 2 : 1, e.last_used};
+    return e.tokens.empty() ? std::pair<int, uint64_t>{0, 0}
+                            : std::pair<int, uint64_t>{e.proven ? 2 : 1, e.last_used};
   };
   size_t best = kNoSnapshot;
   for (size_t k = 0; k < snaps.size(); ++k)
@@ -154,7 +154,8 @@ void Scheduler::loop() {
     {
       std::unique_lock<std::mutex> lk(mu_);
       auto n_busy = [&] {
-        return static_cast<int>(std::count_if(slots.begin(), slots.end(), [](const Slot& s) { return s.job != nullptr; }));
+        return static_cast<int>(
+            std::count_if(slots.begin(), slots.end(), [](const Slot& s) { return s.job != nullptr; }));
       };
       // Counted before waiting, so /metrics and drain() see a slot freed by the last step.
       stats_.slots_busy = n_busy();
@@ -189,7 +190,8 @@ void Scheduler::loop() {
         size_t best_reuse = 0;
         s.from = -1;
         for (size_t k = 0; k < snaps.size(); ++k) {
-          const size_t r = snaps[k].owner == s.job->cache_owner ? reusable(snaps[k].tokens, s.job->prompt) : 0;
+          const size_t r =
+              snaps[k].owner == s.job->cache_owner ? reusable(snaps[k].tokens, s.job->prompt) : 0;
           if (r > best_reuse) best_reuse = r, s.from = static_cast<int>(k);
         }
         if (s.from >= 0) {
@@ -319,7 +321,8 @@ void Scheduler::step(std::vector<Slot>& slots, std::vector<Snapshot>& snaps) {
         engine_->seq_copy(s.seq, to.seq);
         to.tokens.assign(s.job->prompt.begin(), s.job->prompt.begin() + static_cast<std::ptrdiff_t>(at));
         to.owner = s.job->cache_owner;
-        to.proven = s.from >= 0;  // over the entry it extends (pick_snapshot); a new conversation's starts unproven
+        to.proven =
+            s.from >= 0;  // over the entry it extends (pick_snapshot); a new conversation's starts unproven
         to.last_used = n_admitted_;
       } catch (const std::exception& e) {
         log::warn("prompt cache snapshot failed (the next turn decodes in full): {}", e.what());
@@ -337,7 +340,8 @@ void Scheduler::step(std::vector<Slot>& slots, std::vector<Snapshot>& snaps) {
     std::span<const float> row(logits.data() + r * n_vocab, n_vocab);
     try {
       if (!s.generating()) {
-        if (s.job->grammar && !gvocab_) gvocab_ = grammar::TokenVocab::from_tokenizer(*tok_, {roles_.end_of_msg});
+        if (s.job->grammar && !gvocab_)
+          gvocab_ = grammar::TokenVocab::from_tokenizer(*tok_, {roles_.end_of_msg});
         s.gen = std::make_unique<Generation>(*s.job, *tok_, roles_, s.job->params.max_tokens, gvocab_);
         s.gen->prompt_done(std::chrono::duration<double, std::milli>(t1 - s.t_start).count());
       }

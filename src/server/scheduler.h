@@ -25,7 +25,9 @@
 #include "server/job.h"
 #include "server/vocab_roles.h"
 
-namespace k3::grammar { class TokenVocab; }
+namespace k3::grammar {
+class TokenVocab;
+}
 
 namespace k3::model {
 class Model;
@@ -33,7 +35,7 @@ class Model;
 namespace k3::runtime {
 class Engine;
 struct EngineOptions;
-}
+}  // namespace k3::runtime
 namespace k3::text {
 class Tokenizer;
 }
@@ -42,11 +44,11 @@ namespace k3::server {
 
 struct SchedulerOptions {
   int n_slots = 1;
-  int n_threads = 0;          // engine threads; 0: the machine's default
-  int64_t n_ctx = 4096;       // per slot; 0: the model's
-  int64_t n_batch = 512;      // prompt tokens per step, all slots together
-  size_t queue_max = 64;      // waiting jobs beyond the slots
-  bool prompt_cache = true;   // keep n_slots prompt snapshots for reuse
+  int n_threads = 0;         // engine threads; 0: the machine's default
+  int64_t n_ctx = 4096;      // per slot; 0: the model's
+  int64_t n_batch = 512;     // prompt tokens per step, all slots together
+  size_t queue_max = 64;     // waiting jobs beyond the slots
+  bool prompt_cache = true;  // keep n_slots prompt snapshots for reuse
   // Engine sequences the scheduler holds: one per slot, and one more per slot for its
   // prompt-cache snapshot. A memory plan must count all of them.
   int n_sequences() const { return n_slots * (prompt_cache ? 2 : 1); }
@@ -70,8 +72,8 @@ struct SchedulerStats {
 
 class Scheduler {
  public:
-  Scheduler(std::shared_ptr<const model::Model> model,
-            std::shared_ptr<const text::Tokenizer> tok, const SchedulerOptions& opts);
+  Scheduler(std::shared_ptr<const model::Model> model, std::shared_ptr<const text::Tokenizer> tok,
+            const SchedulerOptions& opts);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;

@@ -18,6 +18,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/version.h"
 #include "model/model.h"
 #include "server/api_error.h"
 #include "server/http_connection.h"
@@ -54,9 +55,19 @@ bool is_page_path(const std::string& path) { return path == "/" || path.rfind("/
 // page's files, else "other". Raw paths would let any client forge samples and grow the
 // series set without bound.
 std::string route_label(const std::string& path) {
-  static const std::set<std::string> kRoutes = {
-      "/v1/chat/completions", "/chat/completions", "/v1/completions", "/completions", "/health", "/v1/health",
-      "/v1/models", "/models", "/metrics", "/props", "/tokenize", "/detokenize", "/apply-template"};
+  static const std::set<std::string> kRoutes = {"/v1/chat/completions",
+                                                "/chat/completions",
+                                                "/v1/completions",
+                                                "/completions",
+                                                "/health",
+                                                "/v1/health",
+                                                "/v1/models",
+                                                "/models",
+                                                "/metrics",
+                                                "/props",
+                                                "/tokenize",
+                                                "/detokenize",
+                                                "/apply-template"};
   if (kRoutes.count(path)) return path;
   if (is_page_path(path)) return path == "/" ? path : "/assets";
   return "other";
@@ -84,14 +95,14 @@ std::string framing_error(const httplib::Request& req) {
       return "Transfer-Encoding other than a single 'chunked' is not supported";
   }
   const bool has_body = n_te > 0 || (n_cl > 0 && cl.find_first_not_of('0') != std::string::npos);
-  if (has_body && req.method != "POST")
-    return fmt::format("a {} request must not carry a body", req.method);
+  if (has_body && req.method != "POST") return fmt::format("a {} request must not carry a body", req.method);
   return {};
 }
 
 bool constant_time_equal(const std::string& a, const std::string& b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
+  for (size_t i = 0; i < a.size(); ++i)
+    diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
   return diff == 0 && !b.empty();
 }
 
@@ -100,9 +111,10 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
 thread_local HttpConnection* t_conn = nullptr;
 
 std::string late_request_message(const ConnectionLimits& l) {
-  return fmt::format("the request did not arrive in time: {} s for all of it, plus 1 s per {} bytes of body "
-                     "(--request-timeout), at most {} s without a byte",
-                     l.request_timeout_s, static_cast<size_t>(l.body_min_rate), l.read_timeout_s);
+  return fmt::format(
+      "the request did not arrive in time: {} s for all of it, plus 1 s per {} bytes of body "
+      "(--request-timeout), at most {} s without a byte",
+      l.request_timeout_s, static_cast<size_t>(l.body_min_rate), l.read_timeout_s);
 }
 
 // The library's server with its per-connection loop replaced (process_and_close_socket is
@@ -132,7 +144,8 @@ class HttpServer final : public httplib::Server {
     for (size_t left = keep_alive_max; left > 0 && conn.wait_for_request(keep_alive_s, shed); --left) {
       conn.begin_request();
       bool closed = false;
-      ok = process_request(conn, remote_addr, remote_port, local_addr, local_port, left == 1, closed, nullptr);
+      ok =
+          process_request(conn, remote_addr, remote_port, local_addr, local_port, left == 1, closed, nullptr);
       // The library answers nothing when the request line never completes (too long, too
       // slow): say why before closing.
       if (!ok && conn.written() == 0 && conn.consumed() > 0) {
@@ -141,8 +154,9 @@ class HttpServer final : public httplib::Server {
             conn.timed_out()
                 ? error_body(408, "timeout_error", late_request_message(limits))
                 : error_body(400, "invalid_request_error", "the request line is malformed or too long");
-        conn.write_all(fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
-                                   status, httplib::status_message(status), kJson, body.size(), body));
+        conn.write_all(fmt::format(
+            "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}", status,
+            httplib::status_message(status), kJson, body.size(), body));
       }
       if (!ok || closed || conn.closing() || conn.timed_out()) break;
     }
@@ -183,7 +197,9 @@ struct Server::Impl {
 
   void routes();
   void run_job(BuiltRequest b, bool chat, const httplib::Request& req, httplib::Response& res);
-  void stop_listening() { std::call_once(http_stopped, [this] { http.stop(); }); }
+  void stop_listening() {
+    std::call_once(http_stopped, [this] { http.stop(); });
+  }
   void stream(std::shared_ptr<Stream> st, httplib::Response& res);
   std::string metrics_text();
   Json models_json();
@@ -199,7 +215,8 @@ Server::Server(std::shared_ptr<const model::Model> model, std::shared_ptr<const 
   if (!s.tok) fail("the model has no vocabulary: k3 serve needs one to render chats");
   s.sched = std::make_unique<Scheduler>(s.model, s.tok, s.opts.sched);
   s.opts.limits.n_ctx = s.sched->n_ctx();
-  for (const std::string& text : s.opts.scripted_outputs) s.scripts.push_back(s.tok->encode(text, true, false));
+  for (const std::string& text : s.opts.scripted_outputs)
+    s.scripts.push_back(s.tok->encode(text, true, false));
   s.started = static_cast<int64_t>(std::time(nullptr));
   s.origins = OriginPolicy::make(s.opts.host, s.opts.allowed_hosts, s.opts.cors_origins);
   s.routes();
@@ -227,7 +244,8 @@ void Server::run() {
   if (!s.stopped) {
     const int err = errno;
     stop();
-    fail("the listening socket failed{}: k3 serve stopped", ok ? "" : fmt::format(" ({})", std::strerror(err)));
+    fail("the listening socket failed{}: k3 serve stopped",
+         ok ? "" : fmt::format(" ({})", std::strerror(err)));
   }
 }
 
@@ -303,14 +321,12 @@ void Server::Impl::run_job(BuiltRequest b, bool chat, const httplib::Request& re
   for (;;) {
     if (!next_event(ev)) return;  // nobody to answer
     switch (ev.kind) {
-      case Event::Kind::Started:
-        break;
+      case Event::Kind::Started: break;
       case Event::Kind::Delta:
         if (chat) fold.add(ev.delta);
         else text += ev.text;
         break;
-      case Event::Kind::Error:
-        return send_error(res, ev.status, ev.error_type, ev.message);
+      case Event::Kind::Error: return send_error(res, ev.status, ev.error_type, ev.message);
       case Event::Kind::Done:
         if (chat) return send_json(res, chat_response(meta, fold, ev.finish_reason, ev.usage));
         return send_json(res, completion_response(meta, text, ev.finish_reason, ev.usage));
@@ -336,7 +352,8 @@ void Server::Impl::stream(std::shared_ptr<Stream> st, httplib::Response& res) {
     }
     if (!st->sent_head) {
       st->sent_head = true;
-      if (st->chat && !write(sse(chat_chunk(st->meta, Json{{"role", "assistant"}, {"content", nullptr}}, ""))))
+      if (st->chat &&
+          !write(sse(chat_chunk(st->meta, Json{{"role", "assistant"}, {"content", nullptr}}, ""))))
         return false;
     }
     Event ev;
@@ -347,8 +364,7 @@ void Server::Impl::stream(std::shared_ptr<Stream> st, httplib::Response& res) {
     }
     do {
       switch (ev.kind) {
-        case Event::Kind::Started:
-          break;
+        case Event::Kind::Started: break;
         case Event::Kind::Delta:
           if (st->chat) {
             for (const Json& c : chat_delta_chunks(st->meta, ev.delta))
@@ -371,7 +387,8 @@ void Server::Impl::stream(std::shared_ptr<Stream> st, httplib::Response& res) {
           last["timings"] = timings_json(ev.usage);
           std::string out = sse(last);
           if (st->include_usage)
-            out += sse(usage_chunk(st->meta, st->chat ? "chat.completion.chunk" : "text_completion", ev.usage));
+            out +=
+                sse(usage_chunk(st->meta, st->chat ? "chat.completion.chunk" : "text_completion", ev.usage));
           out += "data: [DONE]\n\n";
           if (!write(out)) return false;
           sink.done();
@@ -413,38 +430,57 @@ std::string Server::Impl::metrics_text() {
   auto metric = [&](const char* name, const char* type, const char* help, double v) {
     out += fmt::format("# HELP k3_{} {}\n# TYPE k3_{} {}\nk3_{} {}\n", name, help, name, type, name, v);
   };
-  metric("prompt_tokens_total", "counter", "Prompt tokens decoded.", static_cast<double>(s.prompt_tokens_total));
-  metric("prompt_tokens_cached_total", "counter", "Prompt tokens restored from a slot's prompt cache instead of decoded.",
+  metric("prompt_tokens_total", "counter", "Prompt tokens decoded.",
+         static_cast<double>(s.prompt_tokens_total));
+  metric("prompt_tokens_cached_total", "counter",
+         "Prompt tokens restored from a slot's prompt cache instead of decoded.",
          static_cast<double>(s.prompt_tokens_cached_total));
   metric("prompt_seconds_total", "counter", "Decode time spent on prompt tokens.", s.prompt_seconds_total);
-  metric("tokens_predicted_total", "counter", "Tokens generated.", static_cast<double>(s.predicted_tokens_total));
-  metric("tokens_predicted_seconds_total", "counter", "Decode time spent on generated tokens.", s.predicted_seconds_total);
+  metric("tokens_predicted_total", "counter", "Tokens generated.",
+         static_cast<double>(s.predicted_tokens_total));
+  metric("tokens_predicted_seconds_total", "counter", "Decode time spent on generated tokens.",
+         s.predicted_seconds_total);
   metric("n_decode_total", "counter", "Batched decode steps.", static_cast<double>(s.n_decode_total));
-  metric("n_tokens_max", "gauge", "Largest batch decoded, in tokens.", static_cast<double>(s.batch_tokens_max));
-  metric("predicted_tokens_seconds", "gauge", "Generated tokens per second over the last 10 s.", s.predicted_tokens_per_second);
+  metric("n_tokens_max", "gauge", "Largest batch decoded, in tokens.",
+         static_cast<double>(s.batch_tokens_max));
+  metric("predicted_tokens_seconds", "gauge", "Generated tokens per second over the last 10 s.",
+         s.predicted_tokens_per_second);
   metric("requests_processing", "gauge", "Requests holding a slot.", s.slots_busy);
   metric("requests_deferred", "gauge", "Requests waiting for a slot.", static_cast<double>(s.queued));
   metric("slots_total", "gauge", "Parallel slots (--parallel).", s.slots_total);
-  metric("requests_finished_total", "counter", "Generations that ran to completion.", static_cast<double>(s.requests_finished));
-  metric("requests_failed_total", "counter", "Generations ended by an error or a timeout.", static_cast<double>(s.requests_failed));
-  metric("requests_cancelled_total", "counter", "Generations abandoned by their client.", static_cast<double>(s.requests_cancelled));
+  metric("requests_finished_total", "counter", "Generations that ran to completion.",
+         static_cast<double>(s.requests_finished));
+  metric("requests_failed_total", "counter", "Generations ended by an error or a timeout.",
+         static_cast<double>(s.requests_failed));
+  metric("requests_cancelled_total", "counter", "Generations abandoned by their client.",
+         static_cast<double>(s.requests_cancelled));
   // The streaming expert store's telemetry (k3 serve --ram-budget; docs/expert-store.md).
   if (const store::ExpertStore* xs = store::find_store(*model)) {
     const store::StoreStats e = xs->stats();
-    metric("expert_bytes_read_total", "counter", "Bytes of routed experts read from disk.", static_cast<double>(e.bytes_read));
-    metric("expert_requests_total", "counter", "Routed experts asked for by MoE layers.", static_cast<double>(e.needed));
-    metric("expert_hits_total", "counter", "Experts already cached when asked for.", static_cast<double>(e.hits));
-    metric("expert_prefetched_total", "counter", "Experts cached or in flight thanks to the next-layer prediction.", static_cast<double>(e.prefetched));
+    metric("expert_bytes_read_total", "counter", "Bytes of routed experts read from disk.",
+           static_cast<double>(e.bytes_read));
+    metric("expert_requests_total", "counter", "Routed experts asked for by MoE layers.",
+           static_cast<double>(e.needed));
+    metric("expert_hits_total", "counter", "Experts already cached when asked for.",
+           static_cast<double>(e.hits));
+    metric("expert_prefetched_total", "counter",
+           "Experts cached or in flight thanks to the next-layer prediction.",
+           static_cast<double>(e.prefetched));
     metric("expert_misses_total", "counter", "Experts read on demand.", static_cast<double>(e.misses));
-    metric("expert_predicted_total", "counter", "Experts predicted for the next layer.", static_cast<double>(e.predicted));
-    metric("expert_predicted_used_total", "counter", "Predicted experts the layer then asked for.", static_cast<double>(e.predicted_used));
+    metric("expert_predicted_total", "counter", "Experts predicted for the next layer.",
+           static_cast<double>(e.predicted));
+    metric("expert_predicted_used_total", "counter", "Predicted experts the layer then asked for.",
+           static_cast<double>(e.predicted_used));
     metric("expert_io_wait_seconds_total", "counter", "Time the model waited for expert reads.", e.io_wait_s);
     metric("expert_io_busy_seconds_total", "counter", "Wall time with an expert read in flight.", e.busy_s);
-    metric("expert_cache_slots", "gauge", "Expert cache slots (--ram-budget plan).", static_cast<double>(xs->plan().slots));
-    metric("expert_cache_bytes", "gauge", "Expert cache size in bytes.", static_cast<double>(xs->plan().cache()));
+    metric("expert_cache_slots", "gauge", "Expert cache slots (--ram-budget plan).",
+           static_cast<double>(xs->plan().slots));
+    metric("expert_cache_bytes", "gauge", "Expert cache size in bytes.",
+           static_cast<double>(xs->plan().cache()));
   }
-  out += "# HELP k3_http_requests_total HTTP requests answered, by path and status.\n"
-         "# TYPE k3_http_requests_total counter\n";
+  out +=
+      "# HELP k3_http_requests_total HTTP requests answered, by path and status.\n"
+      "# TYPE k3_http_requests_total counter\n";
   std::lock_guard<std::mutex> lk(count_mu);
   for (const auto& [key, n] : counts)
     out += fmt::format("k3_http_requests_total{{path=\"{}\",status=\"{}\"}} {}\n", key.first, key.second, n);
@@ -456,8 +492,8 @@ void Server::Impl::routes() {
   // The limits, all set here (docs/serve.md, "HTTP limits"): the library's payload limit holds
   // for every framing and after decoding, like the server's own count in with_body below.
   h.set_payload_max_length(opts.max_body);
-  h.limits = ConnectionLimits{opts.request_timeout_s, opts.body_min_rate, opts.max_head_bytes, opts.read_timeout_s,
-                              opts.write_timeout_s};
+  h.limits = ConnectionLimits{opts.request_timeout_s, opts.body_min_rate, opts.max_head_bytes,
+                              opts.read_timeout_s, opts.write_timeout_s};
   h.keep_alive_s = opts.keep_alive_s;
   h.keep_alive_max = std::max<size_t>(opts.keep_alive_max, 1);
   // What the library itself uses: the Keep-Alive header it sends, and the accepted sockets'
@@ -473,9 +509,9 @@ void Server::Impl::routes() {
   // that as many connections may wait, and the rest are closed at once. (The library's own
   // growing pool starts a thread only when none is idle, counting threads already woken for
   // a job as idle: after a burst of connections, jobs could wait with no thread coming.)
-  const size_t n_threads = opts.http_threads > 0
-                               ? static_cast<size_t>(opts.http_threads)
-                               : static_cast<size_t>(opts.sched.n_slots) + std::min<size_t>(opts.sched.queue_max, 32) + 4;
+  const size_t n_threads = opts.http_threads > 0 ? static_cast<size_t>(opts.http_threads)
+                                                 : static_cast<size_t>(opts.sched.n_slots) +
+                                                       std::min<size_t>(opts.sched.queue_max, 32) + 4;
   h.new_task_queue = [&h, n_threads, nice = opts.http_nice] {
     auto* pool = new ConnectionPool(n_threads, 4 * n_threads, 4 * n_threads, 3, nice);
     h.pool.store(pool);  // its connections run on it, so it outlives every use of the pointer
@@ -500,7 +536,8 @@ void Server::Impl::routes() {
     const std::string origin = req.get_header_value("Origin");
     switch (origins.check(req.get_header_value("Host"), origin)) {
       case OriginPolicy::Verdict::bad_host:
-        return refuse(403, "permission_error", "this server does not answer for that Host name (k3 serve --allowed-hosts)");
+        return refuse(403, "permission_error",
+                      "this server does not answer for that Host name (k3 serve --allowed-hosts)");
       case OriginPolicy::Verdict::bad_origin:
         return refuse(403, "permission_error", "requests from that Origin are not allowed (k3 serve --cors)");
       case OriginPolicy::Verdict::cross_allowed:
@@ -514,13 +551,11 @@ void Server::Impl::routes() {
           return httplib::Server::HandlerResponse::Handled;
         }
         break;
-      case OriginPolicy::Verdict::same_origin:
-        break;
+      case OriginPolicy::Verdict::same_origin: break;
     }
     if (opts.api_key.empty() || kPublic.count(req.path)) return httplib::Server::HandlerResponse::Unhandled;
     // The page's files are the same for everyone; the page asks for the key itself.
-    if (opts.webui && is_page_path(req.path))
-      return httplib::Server::HandlerResponse::Unhandled;
+    if (opts.webui && is_page_path(req.path)) return httplib::Server::HandlerResponse::Unhandled;
     std::string auth = req.get_header_value("Authorization");
     std::string key = auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : std::string();
     if (constant_time_equal(key, opts.api_key)) return httplib::Server::HandlerResponse::Unhandled;
@@ -537,20 +572,20 @@ void Server::Impl::routes() {
     else if (t_conn && t_conn->head_too_large())
       send_error(res, 431, "invalid_request_error",
                  fmt::format("the request line and headers are larger than {} bytes", opts.max_head_bytes));
-    else if (res.status == 404) send_error(res, 404, "not_found_error", fmt::format("no endpoint {} {}", req.method, req.path));
+    else if (res.status == 404)
+      send_error(res, 404, "not_found_error", fmt::format("no endpoint {} {}", req.method, req.path));
     else if (res.status == 413)
-      send_error(res, 413, "invalid_request_error", fmt::format("the request body is larger than the server's limit of {} bytes (--max-body)", opts.max_body));
+      send_error(res, 413, "invalid_request_error",
+                 fmt::format("the request body is larger than the server's limit of {} bytes (--max-body)",
+                             opts.max_body));
     else if (res.status < 500)
       send_error(res, res.status, "invalid_request_error", fmt::format("bad request (HTTP {})", res.status));
-    else
-      send_error(res, res.status, "server_error", fmt::format("server error (HTTP {})", res.status));
+    else send_error(res, res.status, "server_error", fmt::format("server error (HTTP {})", res.status));
   });
   h.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
     try {
       std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      send_error(res, 500, "server_error", e.what());
-    } catch (...) {
+    } catch (const std::exception& e) { send_error(res, 500, "server_error", e.what()); } catch (...) {
       send_error(res, 500, "server_error", "unknown error");
     }
   });
@@ -573,9 +608,7 @@ void Server::Impl::routes() {
         send_error(res, 400, "invalid_request_error", e.what());
       } catch (const std::bad_alloc&) {
         send_error(res, 503, "unavailable_error", "out of memory");
-      } catch (const std::exception& e) {
-        send_error(res, 500, "server_error", e.what());
-      }
+      } catch (const std::exception& e) { send_error(res, 500, "server_error", e.what()); }
     };
   };
 
@@ -583,7 +616,8 @@ void Server::Impl::routes() {
   // for every framing even without the library's own limit (cpp-httplib 0.11 enforced it only
   // against Content-Length). fn gets the parsed body.
   auto with_body = [this, guarded](auto fn) {
-    auto inner = guarded([this, fn](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+    auto inner = guarded([this, fn](const httplib::Request& req, httplib::Response& res,
+                                    const httplib::ContentReader& reader) {
       std::string body;
       bool over = false;
       const bool ok = reader([&](const char* data, size_t n) {
@@ -598,9 +632,11 @@ void Server::Impl::routes() {
       // The library's own payload limit ends the read too (it sets 413): the same limit.
       if (!ok && res.status == 413) over = true;
       if (over)
-        throw ApiError(413, "invalid_request_error",
-                       fmt::format("the request body (after any Content-Encoding) is larger than the server's limit "
-                                   "of {} bytes (--max-body)", opts.max_body));
+        throw ApiError(
+            413, "invalid_request_error",
+            fmt::format("the request body (after any Content-Encoding) is larger than the server's limit "
+                        "of {} bytes (--max-body)",
+                        opts.max_body));
       if (!ok && t_conn && t_conn->timed_out())
         throw ApiError(408, "timeout_error", late_request_message(http.limits));
       if (!ok) throw ApiError(400, "invalid_request_error", "the request body could not be read");
@@ -619,7 +655,9 @@ void Server::Impl::routes() {
   h.Post("/v1/completions", completion);
   h.Post("/completions", completion);
 
-  auto health = [](const httplib::Request&, httplib::Response& res) { send_json(res, Json{{"status", "ok"}}); };
+  auto health = [](const httplib::Request&, httplib::Response& res) {
+    send_json(res, Json{{"status", "ok"}});
+  };
   h.Get("/health", health);
   h.Get("/v1/health", health);
   auto models = [this](const httplib::Request&, httplib::Response& res) { send_json(res, models_json()); };
@@ -636,7 +674,7 @@ void Server::Impl::routes() {
     j["model_alias"] = opts.model_alias;
     j["model_path"] = opts.model_path;
     j["modalities"] = {{"vision", false}, {"audio", false}};
-    j["build_info"] = "k3cpp 0.1.0";
+    j["build_info"] = std::string("k3cpp ") + k3::version();
     send_json(res, j);
   });
 
@@ -653,58 +691,60 @@ void Server::Impl::routes() {
   }
 
   h.Post("/tokenize", with_body([this](const httplib::Request&, httplib::Response& res, const Json& body) {
-    const Json& content = body.contains("content") ? body["content"] : Json();
-    if (!content.is_string()) bad_request("content", "'content' must be a string");
-    auto flag = [&](const char* name, bool def) {
-      if (!body.contains(name) || body[name].is_null()) return def;
-      if (!body[name].is_boolean()) bad_request(name, "'{}' must be a boolean", name);
-      return body[name].get<bool>();
-    };
-    bool add_special = flag("add_special", false), parse_special = flag("parse_special", true);
-    bool with_pieces = flag("with_pieces", false);
-    std::vector<int32_t> ids = tok->encode(content.get_ref<const std::string&>(), parse_special, add_special);
-    // Written as text, not built as a Json tree: a tree costs ~240 bytes per token (2 MB of
-    // text: +512 MB), the text a few dozen.
-    std::string out = "{\"tokens\":[";
-    out.reserve(out.size() + ids.size() * (with_pieces ? 24 : 6));
-    for (size_t i = 0; i < ids.size(); ++i) {
-      if (i) out += ',';
-      const int32_t id = ids[i];
-      if (!with_pieces) {
-        out += std::to_string(id);
-        continue;
-      }
-      const std::string& piece = tok->token_bytes(id);
-      out += "{\"id\":" + std::to_string(id) + ",\"piece\":";
-      if (text::utf8_sanitize(piece) == piece) {
-        out += dump(Json(piece));
-      } else {
-        out += '[';
-        for (size_t b = 0; b < piece.size(); ++b)
-          out += (b ? "," : "") + std::to_string(static_cast<unsigned char>(piece[b]));
-        out += ']';
-      }
-      out += '}';
-    }
-    out += "]}";
-    res.status = 200;
-    res.set_content(std::move(out), kJson);
-  }));
+           const Json& content = body.contains("content") ? body["content"] : Json();
+           if (!content.is_string()) bad_request("content", "'content' must be a string");
+           auto flag = [&](const char* name, bool def) {
+             if (!body.contains(name) || body[name].is_null()) return def;
+             if (!body[name].is_boolean()) bad_request(name, "'{}' must be a boolean", name);
+             return body[name].get<bool>();
+           };
+           bool add_special = flag("add_special", false), parse_special = flag("parse_special", true);
+           bool with_pieces = flag("with_pieces", false);
+           std::vector<int32_t> ids =
+               tok->encode(content.get_ref<const std::string&>(), parse_special, add_special);
+           // Written as text, not built as a Json tree: a tree costs ~240 bytes per token (2 MB of
+           // text: +512 MB), the text a few dozen.
+           std::string out = "{\"tokens\":[";
+           out.reserve(out.size() + ids.size() * (with_pieces ? 24 : 6));
+           for (size_t i = 0; i < ids.size(); ++i) {
+             if (i) out += ',';
+             const int32_t id = ids[i];
+             if (!with_pieces) {
+               out += std::to_string(id);
+               continue;
+             }
+             const std::string& piece = tok->token_bytes(id);
+             out += "{\"id\":" + std::to_string(id) + ",\"piece\":";
+             if (text::utf8_sanitize(piece) == piece) {
+               out += dump(Json(piece));
+             } else {
+               out += '[';
+               for (size_t b = 0; b < piece.size(); ++b)
+                 out += (b ? "," : "") + std::to_string(static_cast<unsigned char>(piece[b]));
+               out += ']';
+             }
+             out += '}';
+           }
+           out += "]}";
+           res.status = 200;
+           res.set_content(std::move(out), kJson);
+         }));
   h.Post("/detokenize", with_body([this](const httplib::Request&, httplib::Response& res, const Json& body) {
-    const Json& tokens = body.contains("tokens") ? body["tokens"] : Json();
-    if (!tokens.is_array()) bad_request("tokens", "'tokens' must be an array of token ids");
-    std::vector<int32_t> ids;
-    const int64_t n_vocab = static_cast<int64_t>(tok->n_vocab());
-    for (const Json& t : tokens) {
-      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= n_vocab)
-        bad_request("tokens", "token ids must be integers in 0…{}", n_vocab - 1);
-      ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
-    }
-    send_json(res, Json{{"content", tok->decode(ids, true)}});
-  }));
-  h.Post("/apply-template", with_body([this](const httplib::Request&, httplib::Response& res, const Json& body) {
-    send_json(res, Json{{"prompt", render_chat_prompt(body, opts.limits)}});
-  }));
+           const Json& tokens = body.contains("tokens") ? body["tokens"] : Json();
+           if (!tokens.is_array()) bad_request("tokens", "'tokens' must be an array of token ids");
+           std::vector<int32_t> ids;
+           const int64_t n_vocab = static_cast<int64_t>(tok->n_vocab());
+           for (const Json& t : tokens) {
+             if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= n_vocab)
+               bad_request("tokens", "token ids must be integers in 0…{}", n_vocab - 1);
+             ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
+           }
+           send_json(res, Json{{"content", tok->decode(ids, true)}});
+         }));
+  h.Post("/apply-template",
+         with_body([this](const httplib::Request&, httplib::Response& res, const Json& body) {
+           send_json(res, Json{{"prompt", render_chat_prompt(body, opts.limits)}});
+         }));
 }
 
 }  // namespace k3::server

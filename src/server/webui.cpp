@@ -8,20 +8,20 @@
 #error "K3_WEBUI_DIR, K3_MARKED_JS and K3_PURIFY_JS must be set by CMake"
 #endif
 
-#define K3_WEB_FILE(sym, file)            \
-  ".globl k3_web_" #sym "\n"              \
-  "k3_web_" #sym ":\n"                    \
-  ".incbin \"" file "\"\n"                \
-  ".globl k3_web_" #sym "_end\n"          \
+#define K3_WEB_FILE(sym, file) \
+  ".globl k3_web_" #sym        \
+  "\n"                         \
+  "k3_web_" #sym               \
+  ":\n"                        \
+  ".incbin \"" file            \
+  "\"\n"                       \
+  ".globl k3_web_" #sym        \
+  "_end\n"                     \
   "k3_web_" #sym "_end:\n"
 
-__asm__(".section .rodata.k3_webui,\"a\",@progbits\n"
-        K3_WEB_FILE(index, K3_WEBUI_DIR "/index.html")
-        K3_WEB_FILE(chat_js, K3_WEBUI_DIR "/chat.js")
-        K3_WEB_FILE(chat_css, K3_WEBUI_DIR "/chat.css")
-        K3_WEB_FILE(marked, K3_MARKED_JS)
-        K3_WEB_FILE(purify, K3_PURIFY_JS)
-        ".previous\n");
+__asm__(".section .rodata.k3_webui,\"a\",@progbits\n" K3_WEB_FILE(index, K3_WEBUI_DIR "/index.html")
+            K3_WEB_FILE(chat_js, K3_WEBUI_DIR "/chat.js") K3_WEB_FILE(chat_css, K3_WEBUI_DIR "/chat.css")
+                K3_WEB_FILE(marked, K3_MARKED_JS) K3_WEB_FILE(purify, K3_PURIFY_JS) ".previous\n");
 
 extern "C" {
 extern const char k3_web_index[], k3_web_index_end[];

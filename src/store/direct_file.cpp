@@ -27,7 +27,8 @@ DirectFile::~DirectFile() {
 }
 
 void DirectFile::drop_cache(uint64_t offset, uint64_t len) const {
-  if (!direct_) ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(len), POSIX_FADV_DONTNEED);
+  if (!direct_)
+    ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(len), POSIX_FADV_DONTNEED);
 }
 
 }  // namespace k3::store

@@ -52,14 +52,14 @@ constexpr uint64_t kChunk = 1ull << 20;  // largest single read: keeps many in f
 struct Slot {
   std::atomic<uint32_t> pending{0};  // reads not yet completed
   std::atomic<bool> failed{false};
-  int64_t key = -1;                  // layer·X + expert; -1: empty
+  int64_t key = -1;  // layer·X + expert; -1: empty
   uint32_t pins = 0;
   uint64_t last_use = 0;
-  uint64_t want_gen = 0;             // == gen_: the current layer needs it and has not acquired it
-  uint32_t want_pos = 0;             // its place in the current layer's order
-  uint64_t pred_gen = 0;             // == pred_gen_: predicted for the next layer
-  bool by_prediction = false;        // filled by a prediction and not used since
-  bool discard = false;              // partly cancelled: free once its reads finish
+  uint64_t want_gen = 0;       // == gen_: the current layer needs it and has not acquired it
+  uint32_t want_pos = 0;       // its place in the current layer's order
+  uint64_t pred_gen = 0;       // == pred_gen_: predicted for the next layer
+  bool by_prediction = false;  // filled by a prediction and not used since
+  bool discard = false;        // partly cancelled: free once its reads finish
 };
 
 class StreamingStore final : public ExpertStore {
@@ -75,8 +75,10 @@ class StreamingStore final : public ExpertStore {
     region_off_[1] = plan.region[0];
     region_off_[2] = plan.region[0] + plan.region[1];
     arena_bytes_ = n_slots_ * plan.slot_bytes;
-    void* a = ::mmap(nullptr, arena_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (a == MAP_FAILED) fail("expert store: cannot reserve {} for {} cache slots", format_size(arena_bytes_), n_slots_);
+    void* a = ::mmap(nullptr, arena_bytes_, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (a == MAP_FAILED)
+      fail("expert store: cannot reserve {} for {} cache slots", format_size(arena_bytes_), n_slots_);
     arena_ = static_cast<uint8_t*>(a);
     if (opt.ram_budget != kUnlimited) populate_arena();
     slots_ = std::make_unique<Slot[]>(n_slots_);
@@ -238,7 +240,8 @@ class StreamingStore final : public ExpertStore {
   };
 
   static uint64_t ns_since(Clock::time_point t0) {
-    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
   }
   int64_t key_of(uint32_t layer, int32_t e) const { return static_cast<int64_t>(layer) * X_ + e; }
   bool loading(const Slot& s) const { return s.pending.load(std::memory_order_acquire) != 0; }
@@ -456,7 +459,8 @@ class StreamingStore final : public ExpertStore {
 
 }  // namespace
 
-std::unique_ptr<ExpertStore> make_expert_store(const model::Model& m, const MemoryPlan& plan, const MemoryOptions& opt) {
+std::unique_ptr<ExpertStore> make_expert_store(const model::Model& m, const MemoryPlan& plan,
+                                               const MemoryOptions& opt) {
   return std::make_unique<StreamingStore>(m, plan, opt);
 }
 

@@ -33,23 +33,25 @@ class Model;
 namespace k3::store {
 
 struct StoreStats {
-  uint64_t needed = 0;          // experts asked for by will_need (all layers, all calls)
-  uint64_t hits = 0;            // ... already cached (not by a prediction)
-  uint64_t prefetched = 0;      // ... cached or in flight because they were predicted
-  uint64_t misses = 0;          // ... read on demand
-  uint64_t predicted = 0;       // experts predicted
-  uint64_t predicted_used = 0;  // ... that the layer then asked for
+  uint64_t needed = 0;                   // experts asked for by will_need (all layers, all calls)
+  uint64_t hits = 0;                     // ... already cached (not by a prediction)
+  uint64_t prefetched = 0;               // ... cached or in flight because they were predicted
+  uint64_t misses = 0;                   // ... read on demand
+  uint64_t predicted = 0;                // experts predicted
+  uint64_t predicted_used = 0;           // ... that the layer then asked for
   uint64_t needed_predicted_layers = 0;  // experts asked for by layers that had a prediction
-  uint64_t bytes_read = 0;      // from disk, alignment padding included
-  uint64_t reads = 0;           // read requests completed
-  double io_wait_s = 0;         // model thread blocked in acquire()
-  uint64_t wait_bytes = 0;      // bytes that arrived while it was blocked (the expert-bound phases)
-  double predict_s = 0;         // model thread running the predictor
-  double busy_s = 0;            // wall time with a read in flight
+  uint64_t bytes_read = 0;               // from disk, alignment padding included
+  uint64_t reads = 0;                    // read requests completed
+  double io_wait_s = 0;                  // model thread blocked in acquire()
+  uint64_t wait_bytes = 0;               // bytes that arrived while it was blocked (the expert-bound phases)
+  double predict_s = 0;                  // model thread running the predictor
+  double busy_s = 0;                     // wall time with a read in flight
   double hit_rate() const { return needed ? static_cast<double>(hits) / static_cast<double>(needed) : 0; }
   // Share of asked-for experts the prediction had named (recall).
   double prediction_recall() const {
-    return needed_predicted_layers ? static_cast<double>(predicted_used) / static_cast<double>(needed_predicted_layers) : 0;
+    return needed_predicted_layers
+               ? static_cast<double>(predicted_used) / static_cast<double>(needed_predicted_layers)
+               : 0;
   }
   double prediction_precision() const {
     return predicted ? static_cast<double>(predicted_used) / static_cast<double>(predicted) : 0;

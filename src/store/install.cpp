@@ -16,21 +16,25 @@
 
 namespace k3::store {
 
-std::unique_ptr<ExpertStore> build_store(const model::Model& m, const MemoryOptions& opt, const EngineShape& shape,
-                                         bool quiet) {
+std::unique_ptr<ExpertStore> build_store(const model::Model& m, const MemoryOptions& opt,
+                                         const EngineShape& shape, bool quiet) {
   if (!opt.streaming) return nullptr;
   const model::HParams& hp = m.hparams();
   if (hp.n_layer_dense_lead >= hp.n_layer) return nullptr;
   for (const gguf::Shard& sh : m.gguf().shards())
     if (sh.path.rfind("/proc/", 0) == 0 || !std::filesystem::is_regular_file(sh.path))
-      fail("--ram-budget streams experts from the model file; this model is not a plain file ({}): "
-           "give one with -m, or use --mmap", sh.path);
+      fail(
+          "--ram-budget streams experts from the model file; this model is not a plain file ({}): "
+          "give one with -m, or use --mmap",
+          sh.path);
   if (opt.ram_budget != kUnlimited) {
     std::string where;
     const uint64_t limit = process_memory_limit(&where);
     if (limit && opt.ram_budget > limit)
-      fail("--ram-budget {} is more than this process may use ({} {}): give at most that, less what "
-           "else runs beside k3", format_size(opt.ram_budget), where, format_size(limit));
+      fail(
+          "--ram-budget {} is more than this process may use ({} {}): give at most that, less what "
+          "else runs beside k3",
+          format_size(opt.ram_budget), where, format_size(limit));
   }
   const MemoryPlan plan = plan_memory(m, opt.ram_budget, shape);
   std::unique_ptr<ExpertStore> s = make_expert_store(m, plan, opt);
@@ -52,11 +56,12 @@ void prepare_trunk(model::Model& m, const MemoryOptions& opt, bool quiet) {
   const ResidentTrunk r = make_resident_trunk(m, opt.trunk_hugepages_min, opt.streaming, !quiet);
   if (quiet || r.small) return;
   if (r.skipped.empty())
-    fmt::print(stderr, "trunk: {} copied into huge pages in {:.2f} s ({} backed by 2 MiB pages{}; --no-hugepages to keep the mapping)\n",
+    fmt::print(stderr,
+               "trunk: {} copied into huge pages in {:.2f} s ({} backed by 2 MiB pages{}; --no-hugepages to "
+               "keep the mapping)\n",
                format_size(r.bytes), r.seconds, format_size(r.huge_bytes),
                r.dropped_page_cache ? ", the file's copy dropped from the page cache" : "");
-  else
-    fmt::print(stderr, "trunk: left in the file mapping: {}\n", r.skipped);
+  else fmt::print(stderr, "trunk: left in the file mapping: {}\n", r.skipped);
   std::fflush(stderr);
 }
 

@@ -18,15 +18,16 @@
 namespace k3::model {
 class Model;
 class ExpertSource;
-}
+}  // namespace k3::model
 
 namespace k3::store {
 
-ExpertStore* install_store(model::Model& m, const MemoryOptions& opt, const EngineShape& shape, bool quiet = false);
+ExpertStore* install_store(model::Model& m, const MemoryOptions& opt, const EngineShape& shape,
+                           bool quiet = false);
 // The same store, planned and built but not installed (for tools that wrap it); null in
 // mmap mode or for a model without MoE layers.
-std::unique_ptr<ExpertStore> build_store(const model::Model& m, const MemoryOptions& opt, const EngineShape& shape,
-                                         bool quiet = false);
+std::unique_ptr<ExpertStore> build_store(const model::Model& m, const MemoryOptions& opt,
+                                         const EngineShape& shape, bool quiet = false);
 ExpertStore* find_store(const model::Model& m);
 // Copies the trunk into huge pages unless opt.trunk_hugepages is off (store/resident_trunk.h;
 // with --ram-budget the plan's trunk share holds the copy), printing one line about it unless

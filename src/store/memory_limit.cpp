@@ -16,9 +16,7 @@ uint64_t read_limit(const std::string& path) {
   try {
     const uint64_t b = std::stoull(v);
     return b >= (uint64_t{1} << 60) ? 0 : b;
-  } catch (...) {
-    return 0;
-  }
+  } catch (...) { return 0; }
 }
 
 }  // namespace

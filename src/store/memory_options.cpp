@@ -14,7 +14,8 @@ namespace k3::store {
 uint64_t parse_size(std::string_view text, std::string_view flag) {
   std::string s;
   for (char c : text)
-    if (!std::isspace(static_cast<unsigned char>(c))) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!std::isspace(static_cast<unsigned char>(c)))
+      s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (s == "unlimited" || s == "max" || s == "inf") return kUnlimited;
   size_t i = 0;
   while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
@@ -25,9 +26,7 @@ uint64_t parse_size(std::string_view text, std::string_view flag) {
     size_t used = 0;
     v = num.empty() ? -1 : std::stod(num, &used);
     if (used != num.size()) v = -1;
-  } catch (const std::exception&) {
-    v = -1;
-  }
+  } catch (const std::exception&) { v = -1; }
   if (unit.size() > 1 && unit.back() == 'b') unit.pop_back();
   if (unit.size() == 2 && unit.back() == 'i') unit.pop_back();
   double mul = 0;

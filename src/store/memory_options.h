@@ -16,13 +16,13 @@ namespace k3::store {
 enum class Eviction { LRU, LFU };
 
 struct MemoryOptions {
-  bool streaming = false;           // false: --mmap (page cache), the default
-  uint64_t ram_budget = 0;          // bytes; kUnlimited: cache every expert
+  bool streaming = false;             // false: --mmap (page cache), the default
+  uint64_t ram_budget = 0;            // bytes; kUnlimited: cache every expert
   Eviction eviction = Eviction::LFU;  // measured: 2% fewer bytes read than LRU (bench/LADDER.md)
-  bool predict = true;              // prefetch the next layer's predicted experts
+  bool predict = true;                // prefetch the next layer's predicted experts
   // The pread pool decoded 1.2-2.4x faster than io_uring on the ladder machine (bench/LADDER.md).
-  bool use_uring = false;           // io_uring reader (the pread pool where io_uring fails)
-  int io_depth = 32;                // reads in flight
+  bool use_uring = false;  // io_uring reader (the pread pool where io_uring fails)
+  int io_depth = 32;       // reads in flight
   // Copy the trunk matrices into huge pages at load (store/resident_trunk.h), when they come
   // to at least trunk_hugepages_min bytes (tests lower it for their small models).
   bool trunk_hugepages = true;

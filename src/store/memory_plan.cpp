@@ -57,8 +57,8 @@ MemoryPlan plan_memory(const model::Model& m, uint64_t budget, const EngineShape
       const gguf::TensorInfo* t = f.tensor(name);
       if (!t) fail("{}: missing tensor '{}'", f.path(), name);
       if (t->dim(0) != in[k] || t->dim(1) != out[k] || t->dim(2) != X)
-        fail("{}: tensor '{}' has shape {}, expected [{}, {}, {}]", f.path(), name, t->shape_string(),
-             in[k], out[k], X);
+        fail("{}: tensor '{}' has shape {}, expected [{}, {}, {}]", f.path(), name, t->shape_string(), in[k],
+             out[k], X);
       ExpertTensor& et = le.t[k];
       et.shard = t->shard;
       et.offset = t->file_offset;
@@ -80,7 +80,8 @@ MemoryPlan plan_memory(const model::Model& m, uint64_t budget, const EngineShape
   // Sequence state at full context.
   const uint64_t row = hp.n_embd_head_k * (shape.cache_f16 ? 2u : 4u);
   const uint64_t kda_state = (3ull * hp.kda_inner() * (hp.ssm_conv_kernel ? hp.ssm_conv_kernel - 1 : 0) +
-                              static_cast<uint64_t>(hp.n_head) * hp.kda_head_dim * hp.kda_head_dim) * 4;
+                              static_cast<uint64_t>(hp.n_head) * hp.kda_head_dim * hp.kda_head_dim) *
+                             4;
   p.state = static_cast<uint64_t>(std::max(shape.n_seq, 1)) *
             (hp.n_mla_layers() * row * static_cast<uint64_t>(std::max<int64_t>(shape.n_ctx, 1)) +
              hp.n_kda_layers() * kda_state);
@@ -99,12 +100,13 @@ MemoryPlan plan_memory(const model::Model& m, uint64_t budget, const EngineShape
     p.slots = p.n_experts;
   } else {
     if (budget < p.minimum_budget())
-      fail("--ram-budget {}: too small for this model; the minimum is {} (trunk {} + state {} + "
-           "work {} + overhead {} + {} expert slots of {}). Raise the budget, shorten -c/--parallel, "
-           "or use --mmap",
-           format_size(budget), format_size(round_up(p.minimum_budget(), 1 << 20)), format_size(p.trunk),
-           format_size(p.state), format_size(p.work), format_size(p.overhead), p.min_slots,
-           format_size(p.slot_bytes));
+      fail(
+          "--ram-budget {}: too small for this model; the minimum is {} (trunk {} + state {} + "
+          "work {} + overhead {} + {} expert slots of {}). Raise the budget, shorten -c/--parallel, "
+          "or use --mmap",
+          format_size(budget), format_size(round_up(p.minimum_budget(), 1 << 20)), format_size(p.trunk),
+          format_size(p.state), format_size(p.work), format_size(p.overhead), p.min_slots,
+          format_size(p.slot_bytes));
     p.slots = std::min<uint64_t>((budget - p.fixed()) / p.slot_bytes, p.n_experts);
   }
   return p;

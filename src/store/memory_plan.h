@@ -26,40 +26,40 @@ namespace k3::store {
 constexpr uint64_t kAlign = 4096;  // O_DIRECT offset/length/buffer alignment used
 
 struct ExpertTensor {
-  uint32_t shard = 0;       // file index in the GGUF set
-  uint64_t offset = 0;      // absolute file offset of expert 0's slice
-  uint64_t slice = 0;       // bytes per expert
-  uint64_t region = 0;      // slot bytes reserved for one slice (aligned span, worst case)
+  uint32_t shard = 0;   // file index in the GGUF set
+  uint64_t offset = 0;  // absolute file offset of expert 0's slice
+  uint64_t slice = 0;   // bytes per expert
+  uint64_t region = 0;  // slot bytes reserved for one slice (aligned span, worst case)
   quant::Type type = quant::Type::F32;
   int64_t cols = 0, rows = 0;  // per expert
 };
 
 struct LayerExperts {
   bool moe = false;
-  ExpertTensor t[3];        // gate, up, down
+  ExpertTensor t[3];  // gate, up, down
 };
 
 // What the engine holds; commands take it from their runtime::EngineOptions with shape_of
 // (store/engine_shape.h) rather than fill it in by hand.
 struct EngineShape {
-  int64_t n_ctx = 4096;     // tokens per sequence
-  int n_seq = 1;            // sequences held at once
-  int64_t n_ubatch = 512;   // tokens per micro-batch
-  bool cache_f16 = false;   // MLA cache precision
+  int64_t n_ctx = 4096;    // tokens per sequence
+  int n_seq = 1;           // sequences held at once
+  int64_t n_ubatch = 512;  // tokens per micro-batch
+  bool cache_f16 = false;  // MLA cache precision
 };
 
 struct MemoryPlan {
-  uint64_t budget = 0;       // as asked (kUnlimited possible)
-  uint64_t trunk = 0;        // resident non-expert tensors
-  uint64_t state = 0;        // sequence state at full context
-  uint64_t work = 0;         // activation buffers (estimate)
-  uint64_t overhead = 0;     // code, heap, threads
-  uint64_t expert_bytes = 0; // one expert's gate+up+down as stored
+  uint64_t budget = 0;             // as asked (kUnlimited possible)
+  uint64_t trunk = 0;              // resident non-expert tensors
+  uint64_t state = 0;              // sequence state at full context
+  uint64_t work = 0;               // activation buffers (estimate)
+  uint64_t overhead = 0;           // code, heap, threads
+  uint64_t expert_bytes = 0;       // one expert's gate+up+down as stored
   uint64_t region[3] = {0, 0, 0};  // slot bytes for gate, up, down (largest over layers)
-  uint64_t slot_bytes = 0;   // one cache slot: the three regions
-  uint64_t experts_total = 0;  // all routed-expert bytes in the file
-  uint64_t n_experts = 0;    // (layer, expert) pairs
-  uint64_t slots = 0;        // cache slots planned
+  uint64_t slot_bytes = 0;         // one cache slot: the three regions
+  uint64_t experts_total = 0;      // all routed-expert bytes in the file
+  uint64_t n_experts = 0;          // (layer, expert) pairs
+  uint64_t slots = 0;              // cache slots planned
   uint64_t min_slots = 0;
   uint64_t cache() const { return slots * slot_bytes; }
   uint64_t fixed() const { return trunk + state + work + overhead; }

@@ -37,9 +37,8 @@ std::vector<Read> Reader::take(size_t max, bool wait) {
     q_.pop_front();
   }
   // Submission order within a window follows the file, so the device sees ascending runs.
-  std::sort(out.begin(), out.end(), [](const Read& a, const Read& b) {
-    return a.fd != b.fd ? a.fd < b.fd : a.offset < b.offset;
-  });
+  std::sort(out.begin(), out.end(),
+            [](const Read& a, const Read& b) { return a.fd != b.fd ? a.fd < b.fd : a.offset < b.offset; });
   if (!out.empty()) {
     if (inflight_ == 0) busy_since_ = std::chrono::steady_clock::now();
     inflight_ += static_cast<int64_t>(out.size());
@@ -61,7 +60,8 @@ void Reader::finished(const Read& r, bool ok, const std::string& error, uint64_t
 double Reader::busy_seconds() const {
   std::lock_guard<std::mutex> lk(mu_);
   double b = busy_;
-  if (inflight_ > 0) b += std::chrono::duration<double>(std::chrono::steady_clock::now() - busy_since_).count();
+  if (inflight_ > 0)
+    b += std::chrono::duration<double>(std::chrono::steady_clock::now() - busy_since_).count();
   return b;
 }
 

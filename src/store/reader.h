@@ -27,9 +27,9 @@ struct Read {
   int fd = -1;
   uint64_t offset = 0;
   uint64_t len = 0;
-  uint64_t need = 0;       // bytes that must arrive (<= len)
+  uint64_t need = 0;  // bytes that must arrive (<= len)
   uint8_t* dst = nullptr;
-  uint32_t tag = 0;        // the caller's id (a cache slot)
+  uint32_t tag = 0;  // the caller's id (a cache slot)
 };
 
 using ReadDone = std::function<void(uint32_t tag, bool ok, const std::string& error)>;

@@ -65,7 +65,8 @@ ResidentTrunk make_resident_trunk(model::Model& m, uint64_t min_bytes, bool budg
   std::sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.lo < b.lo; });
   std::vector<Run> merged;
   for (const Run& x : runs) {
-    if (!merged.empty() && x.lo <= merged.back().hi + 4096) merged.back().hi = std::max(merged.back().hi, x.hi);
+    if (!merged.empty() && x.lo <= merged.back().hi + 4096)
+      merged.back().hi = std::max(merged.back().hi, x.hi);
     else merged.push_back(x);
   }
   uint64_t total = 0;
@@ -142,7 +143,8 @@ ResidentTrunk make_resident_trunk(model::Model& m, uint64_t min_bytes, bool budg
   std::shared_ptr<const void> memory(raw, [span](const void* p) { ::munmap(const_cast<void*>(p), span); });
   m.move_trunk(std::move(memory), [&](const void* old) -> const void* {
     const uint8_t* p = static_cast<const uint8_t*>(old);
-    auto it = std::upper_bound(merged.begin(), merged.end(), p, [](const uint8_t* q, const Run& x) { return q < x.lo; });
+    auto it = std::upper_bound(merged.begin(), merged.end(), p,
+                               [](const uint8_t* q, const Run& x) { return q < x.lo; });
     const Run& x = *(it - 1);  // every view lies inside the run it was merged into
     return base + x.at + (p - x.lo);
   });

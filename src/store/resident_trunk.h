@@ -36,7 +36,7 @@ struct ResidentTrunk {
 };
 
 // progress: a progress bar on stderr for a copy of 1 GiB or more (core/progress.h).
-ResidentTrunk make_resident_trunk(model::Model& m, uint64_t min_bytes = uint64_t{64} << 20, bool budgeted = false,
-                                  bool progress = false);
+ResidentTrunk make_resident_trunk(model::Model& m, uint64_t min_bytes = uint64_t{64} << 20,
+                                  bool budgeted = false, bool progress = false);
 
 }  // namespace k3::store

@@ -21,7 +21,8 @@ std::vector<Range> ranges(const gguf::GgufFile& f, bool experts, const std::vect
   std::vector<Range> rs;
   for (const gguf::TensorInfo& t : f.tensors()) {
     if ((t.name.find("_exps.") != std::string::npos) != experts || !t.data || t.nbytes == 0) continue;
-    if (!experts && std::binary_search(moved.begin(), moved.end(), static_cast<const void*>(t.data))) continue;
+    if (!experts && std::binary_search(moved.begin(), moved.end(), static_cast<const void*>(t.data)))
+      continue;
     const uintptr_t a = reinterpret_cast<uintptr_t>(t.data);
     uintptr_t lo = a / page * page, hi = (a + t.nbytes + page - 1) / page * page;
     if (experts) {  // inward: never touch a page a trunk tensor shares
@@ -34,7 +35,8 @@ std::vector<Range> ranges(const gguf::GgufFile& f, bool experts, const std::vect
   std::sort(rs.begin(), rs.end());
   std::vector<Range> merged;
   for (const Range& r : rs) {
-    if (!merged.empty() && r.first <= merged.back().second) merged.back().second = std::max(merged.back().second, r.second);
+    if (!merged.empty() && r.first <= merged.back().second)
+      merged.back().second = std::max(merged.back().second, r.second);
     else merged.push_back(r);
   }
   return merged;
@@ -55,7 +57,8 @@ bool pin_trunk(const gguf::GgufFile& f, const std::vector<const void*>& moved) {
 }
 
 void unpin_trunk(const gguf::GgufFile& f, const std::vector<const void*>& moved) {
-  for (const Range& r : ranges(f, false, moved)) ::munlock(reinterpret_cast<void*>(r.first), r.second - r.first);
+  for (const Range& r : ranges(f, false, moved))
+    ::munlock(reinterpret_cast<void*>(r.first), r.second - r.first);
 }
 
 }  // namespace k3::store

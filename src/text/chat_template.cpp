@@ -174,8 +174,7 @@ class Renderer {
       }
     } else if (!c.is_null() && !c.is_object()) {
       // Iterating an object yields its keys, which render nothing; a scalar is an error.
-      fail("{}: content must be a string, a list of content parts or null (got {})", where,
-           c.type_name());
+      fail("{}: content must be a string, a list of content parts or null (got {})", where, c.type_name());
     }
   }
 
@@ -260,8 +259,7 @@ class Renderer {
       if (py_is_blank(s)) {
         args = Json::object();
       } else if (auto parsed = try_parse_json_exact(s)) {
-        if (!parsed->is_object())
-          fail("{}: Kimi K3 tool call arguments must be a JSON object.", cw);
+        if (!parsed->is_object()) fail("{}: Kimi K3 tool call arguments must be a JSON object.", cw);
         args = std::move(*parsed);
       } else {
         json_block(s);
@@ -345,10 +343,10 @@ class Renderer {
       else set_from(fb["name"]);
     }
     if (!name)
-      fail("Kimi K3 tool messages need a resolvable tool name: carry `tool`/`name`, or match a "
-           "preceding assistant tool_call by order.");
-    open_tag(xtml::kMessage,
-             {{"role", "tool"}, {"tool", *name}, {"index", std::to_string(tool_index_)}});
+      fail(
+          "Kimi K3 tool messages need a resolvable tool name: carry `tool`/`name`, or match a "
+          "preceding assistant tool_call by order.");
+    open_tag(xtml::kMessage, {{"role", "tool"}, {"tool", *name}, {"index", std::to_string(tool_index_)}});
     content(get(t, "content"), "tool message");
     end_message();
   }
@@ -436,8 +434,8 @@ std::uint64_t chat_template_fingerprint(std::string_view t) {
     if (t[i] == '\r' && i + 1 < t.size() && t[i + 1] == '\n') continue;
     norm.push_back(t[i]);
   }
-  while (!norm.empty() && (norm.back() == ' ' || norm.back() == '\n' || norm.back() == '\t' ||
-                           norm.back() == '\r'))
+  while (!norm.empty() &&
+         (norm.back() == ' ' || norm.back() == '\n' || norm.back() == '\t' || norm.back() == '\r'))
     norm.pop_back();
   std::uint64_t h = 0xcbf29ce484222325ULL;
   for (unsigned char c : norm) {
@@ -461,8 +459,8 @@ TemplateCheck check_chat_template(std::optional<std::string_view> tpl) {
     return r;
   }
   auto has_text = [&](std::string_view s) { return tpl->find(s) != std::string_view::npos; };
-  bool xtml = has_text(xtml::kOpen) && has_text(xtml::kClose) && has_text(xtml::kSep) &&
-              has_text(xtml::kEndOfMsg);
+  bool xtml =
+      has_text(xtml::kOpen) && has_text(xtml::kClose) && has_text(xtml::kSep) && has_text(xtml::kEndOfMsg);
   bool k3_shape = has_text("thinking_effort") && has_text("tool-declare") && has_text("response");
   if (xtml && k3_shape) {
     r.kind = TemplateKind::K3Variant;

@@ -63,10 +63,10 @@ ChatTemplateInput chat_input_from_request(const Json& request, bool add_generati
 
 // Whether a model's tokenizer.chat_template is K3's.
 enum class TemplateKind {
-  K3Exact,    // the known Kimi-K3.jinja (after line-ending/trailing-space normalisation)
-  K3Variant,  // XTML markers and K3 structure, but not the known text: render natively, warn
-  Missing,    // no template in the model: the built-in K3 renderer applies
-  Unsupported // some other format: refuse
+  K3Exact,     // the known Kimi-K3.jinja (after line-ending/trailing-space normalisation)
+  K3Variant,   // XTML markers and K3 structure, but not the known text: render natively, warn
+  Missing,     // no template in the model: the built-in K3 renderer applies
+  Unsupported  // some other format: refuse
 };
 struct TemplateCheck {
   TemplateKind kind = TemplateKind::Missing;

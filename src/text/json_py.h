@@ -30,14 +30,15 @@ constexpr std::size_t kMaxJsonDepth = 256;
 
 // Parses a JSON text. Throws k3::Error naming `what` and the byte offset on bad input, or
 // the nesting when deeper than max_depth.
-Json parse_json_exact(std::string_view text, std::string_view what = "JSON", std::size_t max_depth = kMaxJsonDepth);
+Json parse_json_exact(std::string_view text, std::string_view what = "JSON",
+                      std::size_t max_depth = kMaxJsonDepth);
 // Same, but returns nullopt instead of throwing (Python json.loads failing).
 std::optional<Json> try_parse_json_exact(std::string_view text);
 
 enum class KeyOrder {
-  Insertion,      // as stored
-  CodePoint,      // Python sorted() / sort_keys=True
-  CaseInsensitive // Jinja2 dictsort default: stable sort by Python's key.lower() (py_lower)
+  Insertion,       // as stored
+  CodePoint,       // Python sorted() / sort_keys=True
+  CaseInsensitive  // Jinja2 dictsort default: stable sort by Python's key.lower() (py_lower)
 };
 
 struct DumpStyle {

@@ -185,8 +185,7 @@ void OutputParser::lex_marker(TokenKind kind) {
       ended_ = true;
       return;
     case TokenKind::Text:
-    case TokenKind::OtherControl:
-      return;
+    case TokenKind::OtherControl: return;
   }
 }
 
@@ -312,7 +311,7 @@ void OutputParser::finish_call() {
   } else {
     Json obj = Json::object();
     for (auto& [k, v] : c.args) obj[k] = std::move(v);  // later duplicates win, first position kept
-    args = py_dumps(obj);  // R13
+    args = py_dumps(obj);                               // R13
   }
   ToolCall tc;
   tc.index = static_cast<int>(result_.tool_calls.size());
@@ -375,9 +374,16 @@ void OutputParser::on_tag(const Tag& t) {
           state_ = State::Json;
         }
       } else {
-        if (n == "call") { finish_call(); state_ = State::Tools; }
-        else if (n == "tools") { finish_call(); state_ = State::AfterTools; }
-        else if (n == "message") { finish_call(); state_ = State::Done; }
+        if (n == "call") {
+          finish_call();
+          state_ = State::Tools;
+        } else if (n == "tools") {
+          finish_call();
+          state_ = State::AfterTools;
+        } else if (n == "message") {
+          finish_call();
+          state_ = State::Done;
+        }
       }
       return;
     case State::Arg:
@@ -392,11 +398,19 @@ void OutputParser::on_tag(const Tag& t) {
           arg_->buf += t.raw;
         }
       } else {
-        if (n == "argument") { finish_arg(); state_ = State::Call; }
-        else if (n == "call") { finish_call(); state_ = State::Tools; }
-        else if (n == "tools") { finish_call(); state_ = State::AfterTools; }
-        else if (n == "message") { finish_call(); state_ = State::Done; }
-        else arg_->buf += t.raw;
+        if (n == "argument") {
+          finish_arg();
+          state_ = State::Call;
+        } else if (n == "call") {
+          finish_call();
+          state_ = State::Tools;
+        } else if (n == "tools") {
+          finish_call();
+          state_ = State::AfterTools;
+        } else if (n == "message") {
+          finish_call();
+          state_ = State::Done;
+        } else arg_->buf += t.raw;
       }
       return;
     case State::Json:
@@ -408,11 +422,19 @@ void OutputParser::on_tag(const Tag& t) {
           *jbuf_ += t.raw;
         }
       } else {
-        if (n == "json") { finish_json(); state_ = State::Call; }
-        else if (n == "call") { finish_call(); state_ = State::Tools; }
-        else if (n == "tools") { finish_call(); state_ = State::AfterTools; }
-        else if (n == "message") { finish_call(); state_ = State::Done; }
-        else *jbuf_ += t.raw;
+        if (n == "json") {
+          finish_json();
+          state_ = State::Call;
+        } else if (n == "call") {
+          finish_call();
+          state_ = State::Tools;
+        } else if (n == "tools") {
+          finish_call();
+          state_ = State::AfterTools;
+        } else if (n == "message") {
+          finish_call();
+          state_ = State::Done;
+        } else *jbuf_ += t.raw;
       }
       return;
     case State::AfterTools:

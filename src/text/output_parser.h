@@ -44,14 +44,14 @@ enum class StopReason {
 };
 
 struct ParserOptions {
-  bool thinking = true;          // the prompt ended in <|open|>think<|sep|> (else response)
-  Json tools;                    // the request's OpenAI tools array (null: none declared)
+  bool thinking = true;  // the prompt ended in <|open|>think<|sep|> (else response)
+  Json tools;            // the request's OpenAI tools array (null: none declared)
   std::string tool_choice = "auto";
   std::string call_id_prefix = "call_";  // ids are prefix + index
 };
 
 struct ToolCall {
-  int index = 0;          // position among the kept calls
+  int index = 0;  // position among the kept calls
   std::string id;
   std::string name;
   std::string arguments;  // compact JSON (R13), or a verbatim invalid JSON block (R12)

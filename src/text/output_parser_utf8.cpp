@@ -16,13 +16,25 @@ int seq_len(unsigned char b0, unsigned char& lo, unsigned char& hi) {
   hi = 0xBF;
   if (b0 < 0x80) return 1;
   if (b0 >= 0xC2 && b0 <= 0xDF) return 2;
-  if (b0 == 0xE0) { lo = 0xA0; return 3; }
+  if (b0 == 0xE0) {
+    lo = 0xA0;
+    return 3;
+  }
   if (b0 >= 0xE1 && b0 <= 0xEC) return 3;
-  if (b0 == 0xED) { hi = 0x9F; return 3; }
+  if (b0 == 0xED) {
+    hi = 0x9F;
+    return 3;
+  }
   if (b0 >= 0xEE && b0 <= 0xEF) return 3;
-  if (b0 == 0xF0) { lo = 0x90; return 4; }
+  if (b0 == 0xF0) {
+    lo = 0x90;
+    return 4;
+  }
   if (b0 >= 0xF1 && b0 <= 0xF3) return 4;
-  if (b0 == 0xF4) { hi = 0x8F; return 4; }
+  if (b0 == 0xF4) {
+    hi = 0x8F;
+    return 4;
+  }
   return 0;
 }
 
@@ -58,9 +70,9 @@ Step step_at(std::string_view s, size_t i, size_t& n, uint32_t* cp = nullptr) {
 }
 
 bool is_py_space(uint32_t c) {
-  return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 ||
-         c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
-         c == 0x202f || c == 0x205f || c == 0x3000;
+  return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f ||
+         c == 0x3000;
 }
 
 }  // namespace

@@ -19,7 +19,8 @@ void CharSeq::decode(std::string_view text) {
   size_t i = 0;
   while (i < text.size()) {
     const auto b = static_cast<uint8_t>(text[i]);
-    unicode::Decoded d = b < 0x80 ? unicode::Decoded{b, 1} : unicode::decode_utf8(text.data() + i, text.size() - i);
+    unicode::Decoded d =
+        b < 0x80 ? unicode::Decoded{b, 1} : unicode::decode_utf8(text.data() + i, text.size() - i);
     cp.push_back(d.cp);
     fl.push_back(unicode::flags(d.cp));
     off.push_back(static_cast<uint32_t>(i));
@@ -56,15 +57,24 @@ struct Named {
 };
 // GGUF `tokenizer.ggml.pre` values and the pattern family each one uses.
 constexpr Named kNames[] = {
-    {"kimi-k2", PreTokenizer::KimiK2},         {"gpt-2", PreTokenizer::Gpt2},
-    {"gpt2", PreTokenizer::Gpt2},              {"mpt", PreTokenizer::Gpt2},
-    {"olmo", PreTokenizer::Gpt2},              {"jais", PreTokenizer::Gpt2},
-    {"llama3", PreTokenizer::Llama3},          {"llama-v3", PreTokenizer::Llama3},
-    {"llama-bpe", PreTokenizer::Llama3},       {"dbrx", PreTokenizer::Llama3},
-    {"smaug-bpe", PreTokenizer::Llama3},       {"deepseek-llm", PreTokenizer::DeepseekLlm},
-    {"deepseek-coder", PreTokenizer::DeepseekCoder}, {"starcoder", PreTokenizer::Starcoder},
-    {"refact", PreTokenizer::Starcoder},       {"command-r", PreTokenizer::Starcoder},
-    {"smollm", PreTokenizer::Starcoder},       {"codeshell", PreTokenizer::Starcoder},
+    {"kimi-k2", PreTokenizer::KimiK2},
+    {"gpt-2", PreTokenizer::Gpt2},
+    {"gpt2", PreTokenizer::Gpt2},
+    {"mpt", PreTokenizer::Gpt2},
+    {"olmo", PreTokenizer::Gpt2},
+    {"jais", PreTokenizer::Gpt2},
+    {"llama3", PreTokenizer::Llama3},
+    {"llama-v3", PreTokenizer::Llama3},
+    {"llama-bpe", PreTokenizer::Llama3},
+    {"dbrx", PreTokenizer::Llama3},
+    {"smaug-bpe", PreTokenizer::Llama3},
+    {"deepseek-llm", PreTokenizer::DeepseekLlm},
+    {"deepseek-coder", PreTokenizer::DeepseekCoder},
+    {"starcoder", PreTokenizer::Starcoder},
+    {"refact", PreTokenizer::Starcoder},
+    {"command-r", PreTokenizer::Starcoder},
+    {"smollm", PreTokenizer::Starcoder},
+    {"codeshell", PreTokenizer::Starcoder},
     {"falcon", PreTokenizer::Falcon},
 };
 

@@ -48,8 +48,7 @@ void ReasoningBudget::observe(TokenKind kind, std::string_view piece) {
       in_header_ = false;
       if (state_ == State::Counting) state_ = State::Done;
       return;
-    case TokenKind::OtherControl:
-      return;
+    case TokenKind::OtherControl: return;
     case TokenKind::Text:
       if (in_header_) {
         hbuf_.append(piece);

@@ -23,9 +23,9 @@
 namespace k3::text {
 
 struct ReasoningBudgetOptions {
-  int64_t budget = -1;       // think tokens allowed; < 0 unlimited, 0 closes the channel at once
-  std::string message;       // reasoning_budget_message, written into reasoning before the close
-  bool open_response = true; // also open the response channel (grammatical, spares a token)
+  int64_t budget = -1;        // think tokens allowed; < 0 unlimited, 0 closes the channel at once
+  std::string message;        // reasoning_budget_message, written into reasoning before the close
+  bool open_response = true;  // also open the response channel (grammatical, spares a token)
 };
 
 class ReasoningBudget {

@@ -40,7 +40,8 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text, bool parse_special
       if (cands.empty()) continue;
       for (const auto& sp : cands) {
         if (!(sp.always || parse_special)) continue;
-        if (sp.text.size() > text.size() - i || std::memcmp(text.data() + i, sp.text.data(), sp.text.size()) != 0)
+        if (sp.text.size() > text.size() - i ||
+            std::memcmp(text.data() + i, sp.text.data(), sp.text.size()) != 0)
           continue;
         if (gap < i) encode_ordinary(text.substr(gap, i - gap), out);
         out.push_back(sp.id);
@@ -76,8 +77,9 @@ std::string Tokenizer::decode(std::span<const TokenId> ids, bool render_control)
 
 std::string StreamingDetokenizer::push(TokenId id) {
   const std::string& b = tok_.token_bytes(id);
-  if (render_control_ || (tok_.token_type(id) != TokenType::Control && tok_.token_type(id) != TokenType::Unknown &&
-                          tok_.token_type(id) != TokenType::Unused))
+  if (render_control_ ||
+      (tok_.token_type(id) != TokenType::Control && tok_.token_type(id) != TokenType::Unknown &&
+       tok_.token_type(id) != TokenType::Unused))
     held_ += b;
   const size_t keep = unicode::utf8_complete_prefix(held_);
   std::string ready = held_.substr(0, keep);

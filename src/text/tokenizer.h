@@ -30,19 +30,25 @@ using TokenId = int32_t;
 
 // tokenizer.ggml.token_type values.
 enum class TokenType : int32_t {
-  Undefined = 0, Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6,
+  Undefined = 0,
+  Normal = 1,
+  Unknown = 2,
+  Control = 3,
+  UserDefined = 4,
+  Unused = 5,
+  Byte = 6,
 };
 
 // The vocabulary as stored in GGUF metadata (the tokenizer.ggml.* keys).
 struct VocabData {
-  std::string model = "gpt2";          // tokenizer.ggml.model; only "gpt2" is supported
-  std::string pre;                     // tokenizer.ggml.pre
-  std::vector<std::string> tokens;     // GPT-2 byte-to-unicode spelling for normal tokens
-  std::vector<int32_t> token_types;    // empty = all Normal
-  std::vector<std::string> merges;     // "A B", in rank order
+  std::string model = "gpt2";        // tokenizer.ggml.model; only "gpt2" is supported
+  std::string pre;                   // tokenizer.ggml.pre
+  std::vector<std::string> tokens;   // GPT-2 byte-to-unicode spelling for normal tokens
+  std::vector<int32_t> token_types;  // empty = all Normal
+  std::vector<std::string> merges;   // "A B", in rank order
   TokenId bos = -1, eos = -1, eot = -1, eom = -1, unk = -1, pad = -1, sep = -1;
   bool add_bos = false, add_eos = false;
-  std::string source = "vocabulary";   // for error messages (file path)
+  std::string source = "vocabulary";  // for error messages (file path)
 };
 
 class Tokenizer {

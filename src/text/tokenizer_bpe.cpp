@@ -15,7 +15,7 @@ constexpr size_t kScanLimit = 24;
 
 struct Candidate {
   uint32_t rank;
-  uint32_t left;   // symbol index (= byte offset of its first byte)
+  uint32_t left;  // symbol index (= byte offset of its first byte)
   uint32_t right;
   uint32_t left_len, right_len;  // lengths when pushed: a changed length means stale
   TokenId merged;

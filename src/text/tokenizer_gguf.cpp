@@ -20,7 +20,8 @@ VocabData Tokenizer::vocab_from_gguf(const gguf::GgufFile& f) {
   if (const gguf::Value* types = f.find("tokenizer.ggml.token_type")) {
     if (!types->is_array()) fail("{}: tokenizer.ggml.token_type must be an array", f.path());
     d.token_types.reserve(types->size());
-    for (size_t i = 0; i < types->size(); ++i) d.token_types.push_back(static_cast<int32_t>(types->int_at(i)));
+    for (size_t i = 0; i < types->size(); ++i)
+      d.token_types.push_back(static_cast<int32_t>(types->int_at(i)));
   }
   if (const gguf::Value* merges = f.find("tokenizer.ggml.merges")) {
     if (!merges->is_array() || merges->elem != gguf::ValueType::STRING)
@@ -40,7 +41,9 @@ VocabData Tokenizer::vocab_from_gguf(const gguf::GgufFile& f) {
   return d;
 }
 
-std::shared_ptr<const Tokenizer> Tokenizer::from_gguf(const gguf::GgufFile& f) { return build(vocab_from_gguf(f)); }
+std::shared_ptr<const Tokenizer> Tokenizer::from_gguf(const gguf::GgufFile& f) {
+  return build(vocab_from_gguf(f));
+}
 
 std::shared_ptr<const Tokenizer> Tokenizer::from_gguf_path(const std::string& path) {
   gguf::OpenOptions opt;

@@ -53,17 +53,17 @@ struct StringHash {
 using StringIndex = std::unordered_map<std::string, TokenId, StringHash, std::equal_to<>>;
 
 struct Tokenizer::Impl {
-  VocabData data;                    // tokens, types, ids as loaded (merges dropped after use)
+  VocabData data;  // tokens, types, ids as loaded (merges dropped after use)
   PreTokenizer pre = PreTokenizer::Gpt2;
-  std::vector<std::string> bytes;    // byte content of each token
+  std::vector<std::string> bytes;  // byte content of each token
   std::vector<TokenType> types;
-  StringIndex by_text;               // stored text -> id
-  StringIndex by_bytes;              // bytes of BPE-able (normal) tokens -> id
+  StringIndex by_text;                    // stored text -> id
+  StringIndex by_bytes;                   // bytes of BPE-able (normal) tokens -> id
   std::array<TokenId, 256> byte_token{};  // -1: the byte has no token (dropped)
   bool complete_bytes = true;             // every byte has a token: encoding is lossless
   PairTable pairs;
-  bool rank_bpe = false;             // tiktoken: rank of a pair = id of the concatenation
-  bool whole_piece_first = false;    // a piece that is a token is emitted as is
+  bool rank_bpe = false;           // tiktoken: rank of a pair = id of the concatenation
+  bool whole_piece_first = false;  // a piece that is a token is emitted as is
 
   // Special-token matching: candidates by first byte, longest first.
   struct Special {

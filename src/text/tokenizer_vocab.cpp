@@ -13,7 +13,9 @@ namespace k3::text {
 
 uint32_t gpt2_byte_to_cp(uint8_t b) {
   // Printable Latin-1 bytes spell themselves; the other 68 bytes take U+0100.. in order.
-  auto printable = [](int x) { return (x >= 0x21 && x <= 0x7E) || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE && x <= 0xFF); };
+  auto printable = [](int x) {
+    return (x >= 0x21 && x <= 0x7E) || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE && x <= 0xFF);
+  };
   if (printable(b)) return b;
   uint32_t n = 0;
   for (int x = 0; x < b; ++x)
@@ -63,10 +65,19 @@ namespace {
 
 // Names llama.cpp treats as end-of-generation (besides the configured eos/eot/eom ids).
 constexpr std::string_view kEogNames[] = {
-    "[EOS]", "[EOT]", "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
-    "<|endoftext|>", "<EOT>", "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+    "[EOS]",
+    "[EOT]",
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<EOT>",
+    "<\xEF\xBD\x9C"
+    "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
 };
-constexpr std::string_view kEotNames[] = {"[EOT]", "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<EOT>"};
+constexpr std::string_view kEotNames[] = {"[EOT]",   "<|eot_id|>",    "<|im_end|>",
+                                          "<|end|>", "<end_of_turn>", "<EOT>"};
 
 // Reverses the GPT-2 spelling; false if the text uses a character outside the mapping.
 bool unspell(std::string_view text, const std::unordered_map<uint32_t, uint8_t>& inv, std::string& out) {

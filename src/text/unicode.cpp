@@ -98,8 +98,10 @@ size_t utf8_complete_prefix(std::string_view s) {
     size_t need = 0;
     uint8_t lo = 0x80, hi = 0xBF;  // allowed range of the second byte
     if (lead >= 0xC2 && lead <= 0xDF) need = 2;
-    else if (lead >= 0xE0 && lead <= 0xEF) need = 3, lo = lead == 0xE0 ? 0xA0 : 0x80, hi = lead == 0xED ? 0x9F : 0xBF;
-    else if (lead >= 0xF0 && lead <= 0xF4) need = 4, lo = lead == 0xF0 ? 0x90 : 0x80, hi = lead == 0xF4 ? 0x8F : 0xBF;
+    else if (lead >= 0xE0 && lead <= 0xEF)
+      need = 3, lo = lead == 0xE0 ? 0xA0 : 0x80, hi = lead == 0xED ? 0x9F : 0xBF;
+    else if (lead >= 0xF0 && lead <= 0xF4)
+      need = 4, lo = lead == 0xF0 ? 0x90 : 0x80, hi = lead == 0xF4 ? 0x8F : 0xBF;
     if (need <= back) return n;  // complete, or not a lead at all
     if (back >= 2) {
       const auto second = static_cast<uint8_t>(s[n - back + 1]);

@@ -29,8 +29,8 @@ uint8_t case_class(uint32_t cp) {
 uint32_t lower_single(uint32_t cp) {
   if (cp < 0x80) return cp >= 'A' && cp <= 'Z' ? cp + 32 : cp;
   const LowerRun* end = kLowerRuns + kLowerRunCount;
-  const LowerRun* it = std::upper_bound(kLowerRuns, end, cp,
-                                        [](uint32_t c, const LowerRun& r) { return c < r.first; });
+  const LowerRun* it =
+      std::upper_bound(kLowerRuns, end, cp, [](uint32_t c, const LowerRun& r) { return c < r.first; });
   if (it == kLowerRuns) return cp;
   const LowerRun& r = *(it - 1);
   uint32_t off = cp - r.first;

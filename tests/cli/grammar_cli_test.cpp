@@ -21,7 +21,8 @@ struct Result {
 
 // Per test: ctest runs the tests of this file side by side.
 std::string tmp(const std::string& name) {
-  return testing::TempDir() + "grammar_cli_" + testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + name;
+  return testing::TempDir() + "grammar_cli_" + testing::UnitTest::GetInstance()->current_test_info()->name() +
+         "_" + name;
 }
 
 std::string slurp(const std::string& p) {
@@ -30,16 +31,19 @@ std::string slurp(const std::string& p) {
 }
 
 Result k3(const std::string& args) {
-  const std::string cmd = std::string("'") + K3_BINARY + "' " + args + " >'" + tmp("out") + "' 2>'" + tmp("err") + "'";
+  const std::string cmd =
+      std::string("'") + K3_BINARY + "' " + args + " >'" + tmp("out") + "' 2>'" + tmp("err") + "'";
   const int status = std::system(cmd.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(tmp("out")), slurp(tmp("err"))};
 }
 
-const std::string kRun = std::string("run -m '") + K3_TEST_DATA_DIR + "/golden/small-q8_0.gguf' -t 1 --temp 1 -p Q: ";
+const std::string kRun =
+    std::string("run -m '") + K3_TEST_DATA_DIR + "/golden/small-q8_0.gguf' -t 1 --temp 1 -p Q: ";
 
 TEST(GrammarCli, RunObeysAGrammarFileOrText) {
   const std::string file = tmp("g.gbnf");
-  std::ofstream(file) << "# yes or no, then a number\nroot ::= answer \" \" num\nanswer ::= \"yes\" | \"no\"\nnum ::= [1-9] [0-9]?\n";
+  std::ofstream(file) << "# yes or no, then a number\nroot ::= answer \" \" num\nanswer ::= \"yes\" | "
+                         "\"no\"\nnum ::= [1-9] [0-9]?\n";
   const std::regex want("^(yes|no) [1-9][0-9]?\n$");
   for (int seed = 1; seed <= 6; ++seed) {
     Result r = k3(kRun + "-n 50 --seed " + std::to_string(seed) + " --grammar '" + file + "'");

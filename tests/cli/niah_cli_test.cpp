@@ -20,7 +20,8 @@ struct NiahRun {
 
 NiahRun k3(const std::string& args) {
   // Per test: ctest runs the tests of this file in parallel processes.
-  const std::string base = testing::TempDir() + "niah_" + testing::UnitTest::GetInstance()->current_test_info()->name();
+  const std::string base =
+      testing::TempDir() + "niah_" + testing::UnitTest::GetInstance()->current_test_info()->name();
   const std::string out = base + "_out.txt", err = base + "_err.txt";
   const std::string cmd = std::string("'") + K3_BINARY + "' " + args + " >'" + out + "' 2>'" + err + "'";
   const int status = std::system(cmd.c_str());

@@ -19,7 +19,8 @@ struct Run {
 
 // Per test: ctest runs the tests of this file in parallel processes.
 std::string tmp(const std::string& name) {
-  return testing::TempDir() + "progress_cli_" + testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + name;
+  return testing::TempDir() + "progress_cli_" +
+         testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + name;
 }
 
 Run k3(const std::string& args) {
@@ -55,7 +56,8 @@ void expect_progress(const std::string& label, const std::string& args) {
 }
 
 TEST(ProgressCli, Imatrix) {
-  expect_progress("imatrix", "imatrix -m " + kModel + " -f '" + text_file() + "' -c 64 -t 2 -o '" + tmp("im.gguf") + "'");
+  expect_progress(
+      "imatrix", "imatrix -m " + kModel + " -f '" + text_file() + "' -c 64 -t 2 -o '" + tmp("im.gguf") + "'");
 }
 
 TEST(ProgressCli, Perplexity) {
@@ -66,12 +68,11 @@ TEST(ProgressCli, Niah) {
   expect_progress("niah", "niah -m " + kModel + " --lengths 256,512 --depths 0.5 -t 2");
 }
 
-TEST(ProgressCli, Synth) {
-  expect_progress("synth", "synth --preset tiny -o '" + tmp("synth.gguf") + "'");
-}
+TEST(ProgressCli, Synth) { expect_progress("synth", "synth --preset tiny -o '" + tmp("synth.gguf") + "'"); }
 
 TEST(ProgressCli, QuantizeAndSplitMerge) {
-  expect_progress("quantize", "quantize " + kModel + " '" + tmp("q4.gguf") + "' Q4_K_M -t 2 --allow-requantize");
+  expect_progress("quantize",
+                  "quantize " + kModel + " '" + tmp("q4.gguf") + "' Q4_K_M -t 2 --allow-requantize");
   const std::filesystem::path dir = tmp("shards");
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);

@@ -109,10 +109,10 @@ TEST_F(Cli, BadFlagsExitWithTwoAndAMessage) {
       "run --top-p 0",
       "run --cache-type q4",
       "run -n notanumber",
-      "synth",                                          // no -o
-      "synth -o x.gguf --preset huge",                  // unknown preset
-      "synth -o x.gguf --n-expert-used 99",             // more than n_expert
-      "synth -o x.gguf --type-rule 'ffn=NOPE'",         // unknown type
+      "synth",                                   // no -o
+      "synth -o x.gguf --preset huge",           // unknown preset
+      "synth -o x.gguf --n-expert-used 99",      // more than n_expert
+      "synth -o x.gguf --type-rule 'ffn=NOPE'",  // unknown type
       "synth -o x.gguf --sparse --no-sparse",
   };
   for (const char* c : cases) {
@@ -127,8 +127,9 @@ TEST_F(Cli, BadFlagsExitWithTwoAndAMessage) {
 // a message (CLI11 names a missing required argument first, where there is one), --help
 // prints its usage and exits 0.
 TEST_F(Cli, EverySubcommandAgreesOnUsageErrorsAndHelp) {
-  for (const char* cmd : {"run", "serve", "bench", "info", "dequant", "quantize", "imatrix", "perplexity",
-                          "reap", "convert", "split", "merge", "synth", "tokenize", "chat-render", "eval-logits"}) {
+  for (const char* cmd :
+       {"run", "serve", "bench", "info", "dequant", "quantize", "imatrix", "perplexity", "reap", "convert",
+        "split", "merge", "synth", "tokenize", "chat-render", "eval-logits"}) {
     Result bad = k3(std::string(cmd) + " --no-such-flag");
     EXPECT_EQ(bad.rc, 2) << cmd << "\n" << bad.err;
     EXPECT_NE(bad.err.find("Run with --help"), std::string::npos) << cmd << "\n" << bad.err;

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "kernels/attn.h"
-#include "random_weights.h"
+#include "kernels/random_weights.h"
 
 namespace k3::kernels {
 namespace {

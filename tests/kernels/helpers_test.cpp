@@ -90,7 +90,7 @@ TEST(Activations, SituMatchesSpecFormula) {
     const double gate = 4.0 * std::tanh(gd / 4.0) / (1.0 + std::exp(-gd));
     const double want = gate * 25.0 * std::tanh(ud / 25.0);
     EXPECT_NEAR(y[i], want, 1e-5 * std::fabs(want) + 1e-6);
-    EXPECT_LE(std::fabs(y[i]), 100.0f);  // bounded by β·λ
+    EXPECT_LE(std::fabs(y[i]), 100.0f);                                 // bounded by β·λ
     EXPECT_NEAR(y0[i], gate * ud, 1e-5 * std::fabs(gate * ud) + 1e-6);  // λ ≤ 0: plain u
   }
 }
@@ -120,7 +120,6 @@ TEST(FfnFused, EqualsMatmulThenSitu) {
     }
   }
 }
-
 
 // The vectorised double SiTU against libm in double: the same float almost always, never more
 // than one float ulp away, over gate/up values from tiny to saturating, and with λ ≤ 0.

@@ -82,8 +82,8 @@ TEST_P(MatmulFast, DecodeAndPrefillMatchTwins) {
 
 INSTANTIATE_TEST_SUITE_P(AllFastTypes, MatmulFast,
                          ::testing::Values(Type::F32, Type::F16, Type::BF16, Type::Q8_0, Type::MXFP4,
-                                           Type::Q2_K, Type::Q3_K, Type::Q4_K, Type::Q6_K,
-                                           Type::IQ2_XXS, Type::IQ2_XS, Type::IQ1_S, Type::IQ1_M),
+                                           Type::Q2_K, Type::Q3_K, Type::Q4_K, Type::Q6_K, Type::IQ2_XXS,
+                                           Type::IQ2_XS, Type::IQ1_S, Type::IQ1_M),
                          [](const auto& info) { return std::string(quant::type_name(info.param)); });
 
 TEST(Matmul, FallbackTypesEqualReference) {
@@ -119,7 +119,6 @@ TEST(Matmul, F32MatchesFloat64WithinGoldenBudget) {
   EXPECT_LT(err / norm, 1e-12);
 }
 
-
 // A batch must give each job exactly what the job alone gives (same kernels, same rounding),
 // whatever the mix: fast and fallback types, decode and prefill, fused pairs, strides, and
 // slices that cut through the middle of a job.
@@ -130,7 +129,7 @@ TEST(MatmulBatch, EachJobEqualsItsOwnMatmul) {
     int64_t rows, cols, n_tok;
     bool fused;
   };
-  const Spec specs[] = {{Type::Q8_0, 37, 512, 1, false},   {Type::IQ1_M, 29, 512, 1, true},
+  const Spec specs[] = {{Type::Q8_0, 37, 512, 1, false},    {Type::IQ1_M, 29, 512, 1, true},
                         {Type::IQ2_XXS, 40, 256, 1, false}, {Type::F32, 13, 300, 1, false},
                         {Type::Q5_K, 9, 256, 1, false},     {Type::Q8_0, 21, 256, 6, true},
                         {Type::IQ1_S, 17, 512, 9, false},   {Type::Q5_K, 5, 256, 3, true}};

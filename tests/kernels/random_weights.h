@@ -41,9 +41,16 @@ inline std::vector<uint8_t> random_row(quant::Type t, int64_t n, std::mt19937& r
     uint8_t* p = row.data() + off;
     switch (t) {
       case Type::MXFP4: p[0] = static_cast<uint8_t>(120 + byte(rng) % 12); break;
-      case Type::Q2_K: put_f16(p + 80, scale(rng)); put_f16(p + 82, scale(rng)); break;
+      case Type::Q2_K:
+        put_f16(p + 80, scale(rng));
+        put_f16(p + 82, scale(rng));
+        break;
       case Type::Q3_K: put_f16(p + 108, scale(rng)); break;
-      case Type::Q4_K: case Type::Q5_K: put_f16(p, scale(rng)); put_f16(p + 2, scale(rng)); break;
+      case Type::Q4_K:
+      case Type::Q5_K:
+        put_f16(p, scale(rng));
+        put_f16(p + 2, scale(rng));
+        break;
       case Type::Q6_K: put_f16(p + 208, scale(rng)); break;
       case Type::IQ1_M: {
         const uint16_t h = quant::fp32_to_fp16(scale(rng));

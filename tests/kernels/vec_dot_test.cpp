@@ -20,15 +20,15 @@ namespace {
 
 using quant::Type;
 
-const Type kFastTypes[] = {Type::F32,   Type::F16,   Type::BF16,  Type::Q8_0,    Type::MXFP4,
-                           Type::Q2_K,  Type::Q3_K,  Type::Q4_K,  Type::Q6_K,    Type::IQ2_XXS,
+const Type kFastTypes[] = {Type::F32,    Type::F16,   Type::BF16, Type::Q8_0, Type::MXFP4,
+                           Type::Q2_K,   Type::Q3_K,  Type::Q4_K, Type::Q6_K, Type::IQ2_XXS,
                            Type::IQ2_XS, Type::IQ1_S, Type::IQ1_M};
 
 struct Case {
   std::vector<uint8_t> w;
-  std::vector<float> wf;                 // dequantized weights
-  std::vector<std::vector<float>> x;     // kMaxDotTokens activation rows
-  std::vector<uint8_t> act;              // converted activations, one row per token
+  std::vector<float> wf;              // dequantized weights
+  std::vector<std::vector<float>> x;  // kMaxDotTokens activation rows
+  std::vector<uint8_t> act;           // converted activations, one row per token
   size_t act_stride = 0;
 };
 
@@ -67,8 +67,8 @@ TEST_P(VecDot, SimdMatchesScalarTwin) {
       for (int t = 0; t < nt; ++t) {
         const float ref = k->dot_scalar(n, c.w.data(), c.act.data() + t * c.act_stride);
         const double tol = 2e-6 * magnitude(c.wf, c.x[t]) + 1e-30;
-        EXPECT_NEAR(out[t], ref, tol) << quant::type_name(k->type) << " n=" << n << " nt=" << nt
-                                      << " t=" << t;
+        EXPECT_NEAR(out[t], ref, tol)
+            << quant::type_name(k->type) << " n=" << n << " nt=" << nt << " t=" << t;
       }
     }
   }
@@ -248,7 +248,6 @@ TEST(ActQuant, Q8_0RoundsHalfAwayFromZero) {
   EXPECT_EQ(q.qs[3], 0);
 }
 
-
 // The AVX2 quantizers equal their plain-C twins byte for byte: random rows, exact ties
 // (k + 0.5 after scaling, both signs), a repeated maximum of either sign, and zero blocks.
 TEST(ActQuant, SimdEqualsScalarTwinExactly) {
@@ -257,13 +256,14 @@ TEST(ActQuant, SimdEqualsScalarTwinExactly) {
     const int64_t n = 1024;
     std::vector<float> x = test::random_acts(n, rng);
     if (rep % 4 == 1) {
-      for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(static_cast<int>(rng() % 255) - 127) + 0.5f * (rng() % 2);
+      for (int64_t i = 0; i < n; ++i)
+        x[i] = static_cast<float>(static_cast<int>(rng() % 255) - 127) + 0.5f * (rng() % 2);
       for (int j = 0; j < 32; ++j) x[j] = static_cast<float>(j - 16) + 0.5f;  // exact ties
       x[5] = 127.0f;  // Q8_0 block 0: d = 1, so k + 0.5 stays a tie
     }
     if (rep % 4 == 2) {
       x[300] = 7.0f;
-      x[310] = -7.0f;  // same |max| twice in Q8_K block 1: the first one wins
+      x[310] = -7.0f;                             // same |max| twice in Q8_K block 1: the first one wins
       std::fill(x.begin() + 768, x.end(), 0.0f);  // a zero block
     }
     std::vector<BlockQ8_0A> a(n / 32), b(n / 32);

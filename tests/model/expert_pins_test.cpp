@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "core/error.h"
-#include "golden_util.h"
+#include "model/golden_util.h"
 #include "model/expert_source.h"
 #include "runtime/engine.h"
 

@@ -10,13 +10,13 @@
 #include <cmath>
 #include <cstring>
 
-#include "golden_util.h"
+#include "model/golden_util.h"
 #include "runtime/engine.h"
 
 namespace k3::test {
 namespace {
 
-const char* kModels[] = {"archtest-s1", "tiny10-base",  "tiny10-softplus", "tiny10-noqlora",
+const char* kModels[] = {"archtest-s1", "tiny10-base", "tiny10-softplus", "tiny10-noqlora",
                          "small-q8_0",  "small-k3mix", "small-q2k",       "small-mxfp4"};
 
 struct EvalRun {
@@ -47,14 +47,13 @@ TEST_P(Golden, AllModesMeetAcceptanceAndAgree) {
   const auto& acc = manifest()["models"][name]["acceptance"];
   const double max_nmse = acc["nmse_vs_ref64_max"].get<double>();
   const int n_tok = manifest()["models"][name]["n_tokens"].get<int>();
-  const int min_top1 =
-      static_cast<int>(std::ceil(acc["top1_vs_ref64_min"].get<double>() * n_tok - 1e-9));
+  const int min_top1 = static_cast<int>(std::ceil(acc["top1_vs_ref64_min"].get<double>() * n_tok - 1e-9));
   std::map<std::string, EvalRun> runs;
   for (const char* mode : {"batch", "step", "chunk:7"}) {
     EvalRun r = run(name, mode);
     RecordProperty(std::string("nmse_") + mode, fmt::format("{:.3e}", r.nmse));
-    fmt::print("{:16s} {:8s} NMSE {:.3e} (max {:.3e})  top-1 {}/{}\n", name, mode, r.nmse,
-               max_nmse, r.top1, n_tok);
+    fmt::print("{:16s} {:8s} NMSE {:.3e} (max {:.3e})  top-1 {}/{}\n", name, mode, r.nmse, max_nmse, r.top1,
+               n_tok);
     EXPECT_LE(r.nmse, max_nmse) << name << " " << mode;
     EXPECT_GE(r.top1, min_top1) << name << " " << mode;
     runs[mode] = std::move(r);
@@ -101,13 +100,12 @@ TEST_P(Golden, F16CacheMeetsDefaultNumericsThreshold) {
   EXPECT_EQ(r.top1, manifest()["models"][name]["n_tokens"].get<int>());
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, Golden, ::testing::ValuesIn(kModels),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           for (char& c : s)
-                             if (c == '-') c = '_';
-                           return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(Models, Golden, ::testing::ValuesIn(kModels), [](const auto& info) {
+  std::string s = info.param;
+  for (char& c : s)
+    if (c == '-') c = '_';
+  return s;
+});
 
 // The golden check must be able to fail: each deliberate mistake lands far above threshold.
 struct Mutation {
@@ -125,24 +123,22 @@ TEST_P(WrongButPlausible, FailsTheGoldenCheck) {
   runtime::EngineOptions opts;
   mu.apply(opts.debug);
   EvalRun r = run(mu.model, mu.mode, opts);
-  const double max_nmse =
-      manifest()["models"][mu.model]["acceptance"]["nmse_vs_ref64_max"].get<double>();
-  fmt::print("mutation '{}' on {} ({}): NMSE {:.3e} vs max {:.3e}\n", mu.name, mu.model, mu.mode,
-             r.nmse, max_nmse);
+  const double max_nmse = manifest()["models"][mu.model]["acceptance"]["nmse_vs_ref64_max"].get<double>();
+  fmt::print("mutation '{}' on {} ({}): NMSE {:.3e} vs max {:.3e}\n", mu.name, mu.model, mu.mode, r.nmse,
+             max_nmse);
   EXPECT_GT(r.nmse, mu.min_factor * max_nmse);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Mutations, WrongButPlausible,
-    ::testing::Values(
-        Mutation{"moe_biased", "tiny10-base", "batch", 1e5,
-                 [](model::ForwardDebug& d) { d.moe_weights_from_biased_scores = true; }},
-        Mutation{"moe_biased_q8", "small-q8_0", "batch", 10,
-                 [](model::ForwardDebug& d) { d.moe_weights_from_biased_scores = true; }},
-        Mutation{"final_mix_skipped", "tiny10-noqlora", "batch", 1e5,
-                 [](model::ForwardDebug& d) { d.skip_final_res_mix = true; }},
-        Mutation{"decay_value_axis", "tiny10-softplus", "step", 1e5,
-                 [](model::ForwardDebug& d) { d.kda_decay_on_value_axis = true; }}),
+    ::testing::Values(Mutation{"moe_biased", "tiny10-base", "batch", 1e5,
+                               [](model::ForwardDebug& d) { d.moe_weights_from_biased_scores = true; }},
+                      Mutation{"moe_biased_q8", "small-q8_0", "batch", 10,
+                               [](model::ForwardDebug& d) { d.moe_weights_from_biased_scores = true; }},
+                      Mutation{"final_mix_skipped", "tiny10-noqlora", "batch", 1e5,
+                               [](model::ForwardDebug& d) { d.skip_final_res_mix = true; }},
+                      Mutation{"decay_value_axis", "tiny10-softplus", "step", 1e5,
+                               [](model::ForwardDebug& d) { d.kda_decay_on_value_axis = true; }}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "golden_util.h"
+#include "model/golden_util.h"
 #include "runtime/engine.h"
 
 namespace k3::test {
@@ -52,13 +52,12 @@ TEST_P(K3Tiny, MatchesTheFloat64TwinInEveryMode) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Shipped, K3Tiny, ::testing::ValuesIn(tiny_models()),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           for (char& c : s)
-                             if (c == '-') c = '_';
-                           return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(Shipped, K3Tiny, ::testing::ValuesIn(tiny_models()), [](const auto& info) {
+  std::string s = info.param;
+  for (char& c : s)
+    if (c == '-') c = '_';
+  return s;
+});
 
 }  // namespace
 }  // namespace k3::test

@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "gguf/file.h"
 #include "gguf/writer.h"
-#include "golden_util.h"
+#include "model/golden_util.h"
 #include "model/hparams.h"
 
 namespace k3::test {
@@ -39,8 +39,8 @@ std::string rewrite(const std::string& name, const Edit& e) {
   }
   if (e.kvs) e.kvs(kvs);
   if (e.tensors) e.tensors(ts);
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            fmt::format("k3_loader_test_{}.gguf", ::getpid())).string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / fmt::format("k3_loader_test_{}.gguf", ::getpid())).string();
   gguf::write_gguf(path, kvs, ts);
   return path;
 }
@@ -65,8 +65,7 @@ void expect_load_error(const std::string& name, const Edit& e, std::vector<std::
     model::Model::load(path);
     ADD_FAILURE() << "no error; expected one mentioning " << frags[0];
   } catch (const Error& err) {
-    for (const auto& f : frags)
-      EXPECT_NE(std::string(err.what()).find(f), std::string::npos) << err.what();
+    for (const auto& f : frags) EXPECT_NE(std::string(err.what()).find(f), std::string::npos) << err.what();
   }
   std::remove(path.c_str());
 }
@@ -79,8 +78,7 @@ TEST(Loader, GoldenHyperparameters) {
   EXPECT_EQ(hp.n_head, 4u);
   EXPECT_EQ(hp.n_vocab, 100u);
   // MLA at 1-indexed {4, 8, 10} = 0-indexed {3, 7, 9}, from head_count_kv only.
-  for (uint32_t il = 0; il < hp.n_layer; ++il)
-    EXPECT_EQ(hp.is_kda(il), il != 3 && il != 7 && il != 9) << il;
+  for (uint32_t il = 0; il < hp.n_layer; ++il) EXPECT_EQ(hp.is_kda(il), il != 3 && il != 7 && il != 9) << il;
   EXPECT_TRUE(hp.kda_gate_lower_bound.has_value());
   EXPECT_FLOAT_EQ(*hp.kda_gate_lower_bound, -5.0f);
   EXPECT_EQ(hp.attn_res_block_size, 4u);
@@ -122,32 +120,30 @@ TEST(Loader, QuantizedWeightsAreUsedInPlace) {
 }
 
 TEST(Loader, StrictKeyTypes) {
-  expect_load_error("tiny10-base",
-                    {[](auto& kv) { set_kv(kv, "kimi-k3.block_count", Value::i32(10)); }, {}},
+  expect_load_error("tiny10-base", {[](auto& kv) { set_kv(kv, "kimi-k3.block_count", Value::i32(10)); }, {}},
                     {"kimi-k3.block_count", "UINT32", "INT32"});
-  expect_load_error("tiny10-base",
-                    {[](auto& kv) {
-                       set_kv(kv, "kimi-k3.attention.layer_norm_rms_epsilon", Value::f64(1e-5));
-                     }, {}},
-                    {"layer_norm_rms_epsilon", "FLOAT32"});
+  expect_load_error(
+      "tiny10-base",
+      {[](auto& kv) { set_kv(kv, "kimi-k3.attention.layer_norm_rms_epsilon", Value::f64(1e-5)); }, {}},
+      {"layer_norm_rms_epsilon", "FLOAT32"});
   expect_load_error("tiny10-base",
                     {[](auto& kv) { set_kv(kv, "kimi-k3.expert_weights_norm", Value::u32(1)); }, {}},
                     {"expert_weights_norm", "BOOL"});
-  expect_load_error("tiny10-base",
-                    {[](auto& kv) {
-                       set_kv(kv, "kimi-k3.attention.head_count_kv",
-                              Value::array_i32({0, 0, 0, 1, 0, 0, 0, 1, 0}));
-                     }, {}},
-                    {"head_count_kv", "9 entries"});
+  expect_load_error(
+      "tiny10-base",
+      {[](auto& kv) {
+         set_kv(kv, "kimi-k3.attention.head_count_kv", Value::array_i32({0, 0, 0, 1, 0, 0, 0, 1, 0}));
+       },
+       {}},
+      {"head_count_kv", "9 entries"});
 }
 
 TEST(Loader, RequiredKeys) {
-  for (const char* key : {"kimi-k3.attention.layer_norm_rms_epsilon", "kimi-k3.attention.kv_lora_rank",
-                          "kimi-k3.attention.key_length_mla", "kimi-k3.ssm.conv_kernel",
-                          "kimi-k3.kda.head_dim", "kimi-k3.expert_gating_func",
-                          "kimi-k3.attn_res.block_size", "kimi-k3.activation.situ_beta"}) {
-    expect_load_error("tiny10-base", {[key](auto& kv) { drop_kv(kv, key); }, {}},
-                      {key, "missing"});
+  for (const char* key :
+       {"kimi-k3.attention.layer_norm_rms_epsilon", "kimi-k3.attention.kv_lora_rank",
+        "kimi-k3.attention.key_length_mla", "kimi-k3.ssm.conv_kernel", "kimi-k3.kda.head_dim",
+        "kimi-k3.expert_gating_func", "kimi-k3.attn_res.block_size", "kimi-k3.activation.situ_beta"}) {
+    expect_load_error("tiny10-base", {[key](auto& kv) { drop_kv(kv, key); }, {}}, {key, "missing"});
   }
   expect_load_error("tiny10-base",
                     {[](auto& kv) { set_kv(kv, "general.architecture", Value::string("llama")); }, {}},
@@ -156,18 +152,22 @@ TEST(Loader, RequiredKeys) {
 
 TEST(Loader, TensorsChecked) {
   expect_load_error("tiny10-base",
-                    {{}, [](auto& ts) {
-                       std::erase_if(ts, [](const auto& t) { return t.name == "blk.3.attn_kv_a_mqa.weight"; });
+                    {{},
+                     [](auto& ts) {
+                       std::erase_if(ts,
+                                     [](const auto& t) { return t.name == "blk.3.attn_kv_a_mqa.weight"; });
                      }},
                     {"blk.3.attn_kv_a_mqa.weight", "missing"});
   expect_load_error("tiny10-base",
-                    {{}, [](auto& ts) {
+                    {{},
+                     [](auto& ts) {
                        for (auto& t : ts)
                          if (t.name == "blk.1.ffn_up_exps.weight") std::swap(t.ne[0], t.ne[1]);
                      }},
                     {"blk.1.ffn_up_exps.weight", "shape"});
   expect_load_error("tiny10-base",
-                    {{}, [](auto& ts) {
+                    {{},
+                     [](auto& ts) {
                        for (auto& t : ts)
                          if (t.name == "blk.0.ssm_f_a.weight") std::swap(t.ne[0], t.ne[1]);
                      }},

@@ -70,9 +70,7 @@ TEST(Bf16, RoundsToNearestEvenAndKeepsNanQuiet) {
   EXPECT_EQ(bf16_to_fp32(0xc0a0), -5.0f);
   for (uint32_t h = 0; h < 65536; ++h) {
     const float f = bf16_to_fp32(uint16_t(h));
-    if (!std::isnan(f)) {
-      ASSERT_EQ(fp32_to_bf16(f), h);
-    }
+    if (!std::isnan(f)) { ASSERT_EQ(fp32_to_bf16(f), h); }
   }
 }
 

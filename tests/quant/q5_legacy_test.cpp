@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "quant/codec.h"
-#include "vector_data.h"
+#include "quant/vector_data.h"
 
 namespace {
 
@@ -169,7 +169,8 @@ TEST(Q5Legacy, VectorBlocksIdempotentAndWithinHalfAStep) {
       }
       const float step = t == Type::Q5_0 ? amax / 16 : (hi - lo) / 31;
       for (int j = 0; j < 32; ++j)
-        EXPECT_LE(std::fabs(y[j] - x[j]), 0.5f * step * 1.05f + 1e-3f * amax) << name << " block " << blocks << " j " << j;
+        EXPECT_LE(std::fabs(y[j] - x[j]), 0.5f * step * 1.05f + 1e-3f * amax)
+            << name << " block " << blocks << " j " << j;
       ++blocks;
     }
     EXPECT_GE(blocks, 4) << name;

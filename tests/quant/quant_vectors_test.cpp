@@ -1,6 +1,6 @@
 // quantize_rows against the reference cases of tests/data/formats/quant-vectors.json (bytes from
 // ggml_quantize_chunk) for the non-grid types. Every case of these types must be byte-identical;
-// the grid types' cases are covered by tests/iquant.
+// the grid types' cases are covered by tests/quant.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,8 +16,8 @@ namespace {
 using k3::quant::Type;
 
 const std::set<std::string>& our_types() {
-  static const std::set<std::string> s = {"Q8_0", "MXFP4", "Q4_0", "Q2_K", "Q3_K",
-                                          "Q4_K", "Q6_K", "IQ4_NL", "IQ4_XS"};
+  static const std::set<std::string> s = {"Q8_0", "MXFP4", "Q4_0",   "Q2_K",  "Q3_K",
+                                          "Q4_K", "Q6_K",  "IQ4_NL", "IQ4_XS"};
   return s;
 }
 

@@ -24,11 +24,10 @@ struct Bound {
 
 // Gaussian rows, 4 × 1024.
 const Bound kBounds[] = {
-    {Type::F32, 0.0},      {Type::F16, 2.4e-4},   {Type::BF16, 2.0e-3}, {Type::Q8_0, 0.0065},
-    {Type::Q4_0, 0.102},   {Type::Q5_0, 0.051},   {Type::Q5_1, 0.044},  {Type::MXFP4, 0.13},
-    {Type::Q2_K, 0.35},    {Type::Q3_K, 0.18},
-    {Type::Q4_K, 0.083},   {Type::Q5_K, 0.042},   {Type::Q6_K, 0.021},  {Type::IQ4_NL, 0.09},
-    {Type::IQ4_XS, 0.091},
+    {Type::F32, 0.0},    {Type::F16, 2.4e-4},  {Type::BF16, 2.0e-3},  {Type::Q8_0, 0.0065},
+    {Type::Q4_0, 0.102}, {Type::Q5_0, 0.051},  {Type::Q5_1, 0.044},   {Type::MXFP4, 0.13},
+    {Type::Q2_K, 0.35},  {Type::Q3_K, 0.18},   {Type::Q4_K, 0.083},   {Type::Q5_K, 0.042},
+    {Type::Q6_K, 0.021}, {Type::IQ4_NL, 0.09}, {Type::IQ4_XS, 0.091},
 };
 
 constexpr int64_t kRows = 4, kCols = 1024;
@@ -41,12 +40,14 @@ std::vector<float> gaussian(uint32_t seed, size_t n, float sigma) {
   return v;
 }
 
-double round_trip_rmse(Type t, const std::vector<float>& x, const float* imatrix, std::vector<float>* out = nullptr) {
+double round_trip_rmse(Type t, const std::vector<float>& x, const float* imatrix,
+                       std::vector<float>* out = nullptr) {
   std::vector<uint8_t> q(k3::quant::row_bytes(t, kCols) * kRows);
   EXPECT_EQ(k3::quant::quantize_rows(t, x.data(), q.data(), kRows, kCols, imatrix), q.size());
   std::vector<float> y(x.size());
   const size_t rb = k3::quant::row_bytes(t, kCols);
-  for (int64_t r = 0; r < kRows; ++r) k3::quant::dequantize_row(t, q.data() + r * rb, y.data() + r * kCols, kCols);
+  for (int64_t r = 0; r < kRows; ++r)
+    k3::quant::dequantize_row(t, q.data() + r * rb, y.data() + r * kCols, kCols);
   double err = 0, ref = 0;
   for (size_t i = 0; i < x.size(); ++i) {
     err += (double(y[i]) - x[i]) * (double(y[i]) - x[i]);
@@ -141,8 +142,8 @@ TEST(QuantizeErrors, ImatrixRequiredTypesThrowWithoutOne) {
 TEST(QuantizeErrors, UnsupportedTypesThrow) {
   const std::vector<float> x(256, 1.f);
   std::vector<uint8_t> out(1024);
-  for (Type t : {Type::Q8_1, Type::Q8_K, Type::Q4_1, Type::TQ1_0, Type::TQ2_0, Type::NVFP4,
-                 Type::I8, Type::I32, Type::F64}) {
+  for (Type t : {Type::Q8_1, Type::Q8_K, Type::Q4_1, Type::TQ1_0, Type::TQ2_0, Type::NVFP4, Type::I8,
+                 Type::I32, Type::F64}) {
     EXPECT_FALSE(k3::quant::can_quantize(t)) << k3::quant::type_name(t);
     EXPECT_THROW(k3::quant::quantize_rows(t, x.data(), out.data(), 1, 256, nullptr), k3::Error)
         << k3::quant::type_name(t);

@@ -73,7 +73,9 @@ class TestServer {
     auto j = text::try_parse_json_exact(res->body);
     return {res->status, j ? *j : Json(res->body)};
   }
-  std::pair<int, Json> post(const std::string& path, const Json& body) const { return post(path, body.dump()); }
+  std::pair<int, Json> post(const std::string& path, const Json& body) const {
+    return post(path, body.dump());
+  }
   std::pair<int, std::string> post_raw(const std::string& path, const Json& body) const {
     auto res = client()->Post(path.c_str(), body.dump(), "application/json");
     if (!res) return {0, ""};

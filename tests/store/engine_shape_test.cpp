@@ -18,8 +18,8 @@
 #include "store/engine_shape.h"
 #include "store/memory_options.h"
 #include "store/memory_plan.h"
-#include "tools/reap_saliency.h"
-#include "tools/synth.h"
+#include "tools/reap/reap_saliency.h"
+#include "tools/synth/synth.h"
 
 namespace fs = std::filesystem;
 using namespace k3;
@@ -102,7 +102,7 @@ TEST(EngineShape, TheMlaCacheNeverReallocatesAndBytesCountCapacity) {
   };
   const size_t at5 = bytes_after(300, 5), at205 = bytes_after(300, 205), at5_big = bytes_after(600, 5);
   EXPECT_EQ(at5, at205);
-  EXPECT_GT(at5_big, at5);  // the reservation is the context's
+  EXPECT_GT(at5_big, at5);                 // the reservation is the context's
   const size_t fixed = 2 * at5 - at5_big;  // KDA state, the part that does not scale
   EXPECT_EQ(at5_big - fixed, 2 * (at5 - fixed));
 }

@@ -12,10 +12,11 @@ namespace {
 
 double planned_state_mib(const std::string& extra) {
   // Per test: ctest runs the tests of this file in parallel processes.
-  const std::string log = testing::TempDir() + "serve_plan_" + testing::UnitTest::GetInstance()->current_test_info()->name() + ".txt";
+  const std::string log = testing::TempDir() + "serve_plan_" +
+                          testing::UnitTest::GetInstance()->current_test_info()->name() + ".txt";
   const std::string cmd = std::string("timeout -s INT 2 '") + K3_BINARY + "' serve -m '" + K3_TEST_DATA_DIR +
-                          "/golden/small-q8_0.gguf' --port 0 --parallel 2 -c 2048 -t 1 --ram-budget 2G " + extra +
-                          " 2>'" + log + "' >/dev/null";
+                          "/golden/small-q8_0.gguf' --port 0 --parallel 2 -c 2048 -t 1 --ram-budget 2G " +
+                          extra + " 2>'" + log + "' >/dev/null";
   (void)std::system(cmd.c_str());
   std::ifstream f(log);
   const std::string text((std::istreambuf_iterator<char>(f)), {});

@@ -25,7 +25,7 @@
 #include "store/memory_limit.h"
 #include "store/reader.h"
 #include "store/resident_trunk.h"
-#include "tools/synth.h"
+#include "tools/synth/synth.h"
 
 namespace fs = std::filesystem;
 using namespace k3;
@@ -73,8 +73,8 @@ store::EngineShape shape() {
 }
 
 struct RunOut {
-  std::vector<float> logits;     // prompt's last row, then one row per generated token
-  std::vector<int32_t> tokens;   // greedy continuation
+  std::vector<float> logits;    // prompt's last row, then one row per generated token
+  std::vector<int32_t> tokens;  // greedy continuation
   store::StoreStats stats;
 };
 
@@ -137,9 +137,7 @@ void expect_identical(const Variant& v) {
   if (v.fraction > 0) {
     EXPECT_EQ(st->plan().slots, static_cast<uint64_t>(std::ceil(v.fraction * st->plan().n_experts)));
   }
-  if (!v.uring) {
-    EXPECT_STREQ(st->backend(), "pread");
-  }
+  if (!v.uring) { EXPECT_STREQ(st->backend(), "pread"); }
   const RunOut r = run(m, st);
   const RunOut& ref = mapped_reference();
   EXPECT_EQ(r.tokens, ref.tokens);
@@ -180,7 +178,8 @@ TEST(StoreIdentity, MinimumBudgetStreams) {
   EXPECT_EQ(st->plan().slots, p.min_slots);
   const RunOut r = run(m, st);
   EXPECT_EQ(r.tokens, mapped_reference().tokens);
-  EXPECT_EQ(std::memcmp(r.logits.data(), mapped_reference().logits.data(), r.logits.size() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(r.logits.data(), mapped_reference().logits.data(), r.logits.size() * sizeof(float)),
+            0);
 }
 
 // mmap mode's trunk in huge pages: every streamed matrix moves out of the mapping with its
@@ -211,7 +210,8 @@ TEST(ResidentTrunk, MovesEveryMatrixAndKeepsTheResults) {
   const RunOut r = run(m, nullptr);
   EXPECT_EQ(r.tokens, mapped_reference().tokens);
   ASSERT_EQ(r.logits.size(), mapped_reference().logits.size());
-  EXPECT_EQ(std::memcmp(r.logits.data(), mapped_reference().logits.data(), r.logits.size() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(r.logits.data(), mapped_reference().logits.data(), r.logits.size() * sizeof(float)),
+            0);
 }
 
 auto first_matrix(const model::Model& m) {
@@ -251,7 +251,8 @@ TEST(ResidentTrunk, StoreRunsOnAMovedTrunk) {
   const RunOut r = run(m, st);
   EXPECT_EQ(r.tokens, mapped_reference().tokens);
   ASSERT_EQ(r.logits.size(), mapped_reference().logits.size());
-  EXPECT_EQ(std::memcmp(r.logits.data(), mapped_reference().logits.data(), r.logits.size() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(r.logits.data(), mapped_reference().logits.data(), r.logits.size() * sizeof(float)),
+            0);
 }
 
 // With every expert cacheable, a second pass over the same tokens reads no needed expert.
@@ -414,7 +415,8 @@ TEST(StoreCli, RunIdenticalAcrossModes) {
   };
   auto m = model::Model::load(model_path());
   const uint64_t b = budget_for(*m, 0.10);
-  const std::string common = "run -m '" + model_path() + "' --tokens 5,9,77,130 -n 10 --temp 0 -t 2 -c 64 -u 8 ";
+  const std::string common =
+      "run -m '" + model_path() + "' --tokens 5,9,77,130 -n 10 --temp 0 -t 2 -c 64 -u 8 ";
   std::string out_m, err_m, out_s, err_s;
   ASSERT_EQ(sh(common + "--mmap", out_m, err_m), 0) << err_m;
   ASSERT_EQ(sh(common + "--ram-budget " + std::to_string(b), out_s, err_s), 0) << err_s;

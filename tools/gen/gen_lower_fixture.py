@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Writes tests/data/text/lower_sort_cases.json: Python's str.lower() and Jinja2's dictsort
-order over many generated keys, for tests/chat/test_unicode_lower.cpp.
+order over many generated keys, for tests/text/unicode_lower_test.cpp.
 
 Every expected value is computed here by the Python that renders the reference
 (/usr/bin/python3), never by k3:

@@ -10,7 +10,8 @@ __asm__(
     ".balign 64\n"
     ".globl k3_embedded_model_data\n"
     "k3_embedded_model_data:\n"
-    ".incbin \"" K3_EMBEDDED_MODEL_PATH "\"\n"
+    ".incbin \"" K3_EMBEDDED_MODEL_PATH
+    "\"\n"
     ".globl k3_embedded_model_end\n"
     "k3_embedded_model_end:\n"
     ".byte 0\n"

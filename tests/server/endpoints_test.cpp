@@ -1,0 +1,130 @@
+// tests/server/test_endpoints: the small endpoints — health, models, metrics, tokenize,
+// detokenize — and the stop-string matcher the generation path relies on.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "server/stop_matcher.h"
+#include "server/server_test_util.h"
+
+namespace k3::server::test {
+namespace {
+
+TEST(ServerEndpoints, HealthModelsMetrics) {
+  TestServer s;
+  auto c = s.client();
+  auto h = c->Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+  EXPECT_EQ(Json::parse(h->body), Json({{"status", "ok"}}));
+  auto m = c->Get("/v1/models");
+  ASSERT_TRUE(m);
+  Json mj = Json::parse(m->body);
+  EXPECT_EQ(mj["object"], "list");
+  EXPECT_EQ(mj["data"][0]["id"], "small-q8_0");
+  EXPECT_EQ(mj["data"][0]["meta"]["n_vocab"], 272);
+  EXPECT_EQ(mj["data"][0]["meta"]["n_ctx"], 1024);
+  auto mt = c->Get("/metrics");
+  ASSERT_TRUE(mt);
+  EXPECT_EQ(mt->status, 200);
+  EXPECT_NE(mt->get_header_value("Content-Type").find("text/plain"), std::string::npos);
+  for (const char* name :
+       {"k3_prompt_tokens_total", "k3_tokens_predicted_total", "k3_predicted_tokens_seconds",
+        "k3_requests_processing", "k3_requests_deferred", "k3_slots_total 2"})
+    EXPECT_NE(mt->body.find(name), std::string::npos) << name;
+  EXPECT_NE(mt->body.find("# TYPE k3_tokens_predicted_total counter"), std::string::npos);
+}
+
+TEST(ServerEndpoints, TokenizeDetokenizeRoundTrip) {
+  TestServer s;
+  // The vocabulary is byte-level: one id per byte, markers as control ids.
+  std::string text = "h\xC3\xA9llo <|open|>";
+  auto [st, j] = s.post("/tokenize", Json{{"content", text}});
+  ASSERT_EQ(st, 200);
+  const Json& ids = j["tokens"];
+  ASSERT_EQ(ids.size(), 8u);  // h, 2 bytes of é, l, l, o, space, <|open|>
+  EXPECT_EQ(ids.back(), 259);
+  auto [st2, plain] = s.post("/tokenize", Json{{"content", text}, {"parse_special", false}});
+  EXPECT_EQ(plain["tokens"].size(), text.size());
+  auto [st3, d] = s.post("/detokenize", Json{{"tokens", ids}});
+  ASSERT_EQ(st3, 200);
+  EXPECT_EQ(d["content"], text);
+  auto [st4, p] = s.post("/tokenize", Json{{"content", "\xC3\xA9"}, {"with_pieces", true}});
+  ASSERT_EQ(p["tokens"].size(), 2u);
+  EXPECT_EQ(p["tokens"][0]["piece"], Json::array({0xC3}));  // not UTF-8 alone: bytes
+  expect_error(s.post("/detokenize", Json{{"tokens", Json::array({99999})}}), 400, "invalid_request_error");
+  expect_error(s.post("/tokenize", Json{{"content", 5}}), 400, "invalid_request_error");
+  auto [st5, q] = s.post("/tokenize", Json{{"content", "h\"<|open|>"}, {"with_pieces", true}});
+  ASSERT_EQ(st5, 200);
+  EXPECT_EQ(q["tokens"],
+            Json::parse(R"([{"id":104,"piece":"h"},{"id":34,"piece":"\""},{"id":259,"piece":"<|open|>"}])"));
+}
+
+// Peak RSS of this process in KiB (VmHWM), after resetting it (clear_refs 5).
+static long reset_peak_kib() {
+  std::ofstream("/proc/self/clear_refs") << "5";
+  return 0;
+}
+static long peak_kib() {
+  std::ifstream f("/proc/self/status");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  return -1;
+}
+static long rss_kib() {
+  std::ifstream f("/proc/self/status");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  return -1;
+}
+
+// Regression: /tokenize with pieces built a Json tree of ~240 bytes per token (2 MB of
+// text: +512 MB). Written as text now: the peak grows by a few dozen bytes per token.
+TEST(ServerEndpoints, TokenizeWithPiecesStaysSmall) {
+  TestServer s;
+  const std::string text(2'000'000, 'a');  // 2M tokens in the byte-level vocabulary
+  const std::string body = Json{{"content", text}, {"with_pieces", true}}.dump();
+  reset_peak_kib();
+  const long before = rss_kib();
+  auto res = s.client()->Post("/tokenize", body, "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  const long growth_mib = (peak_kib() - before) / 1024;
+  EXPECT_NE(res->body.find(R"({"id":97,"piece":"a"})"), std::string::npos);
+  // The response is ~44 MB of text, held by the server and by the client here.
+  EXPECT_LT(growth_mib, 220) << "peak RSS grew by " << growth_mib << " MiB";
+}
+
+std::string run_matcher(std::vector<std::string> stops, const std::vector<std::string>& chunks, bool* hit) {
+  StopMatcher m(std::move(stops));
+  std::string out;
+  for (const auto& c : chunks) {
+    out += m.push(c);
+    if (m.matched()) break;
+  }
+  out += m.flush();
+  *hit = m.matched();
+  return out;
+}
+
+TEST(StopMatcher, SplitsAnywhereGiveTheSameResult) {
+  const std::string text = "the quick brown fox jumps";
+  for (size_t a = 0; a <= text.size(); ++a)
+    for (size_t b = a; b <= text.size(); ++b) {
+      std::vector<std::string> chunks{text.substr(0, a), text.substr(a, b - a), text.substr(b)};
+      bool hit = false;
+      EXPECT_EQ(run_matcher({"fox", "brown f"}, chunks, &hit), "the quick ");
+      EXPECT_TRUE(hit);
+      EXPECT_EQ(run_matcher({"wolf"}, chunks, &hit), text);
+      EXPECT_FALSE(hit);
+    }
+  bool hit = false;
+  // A held prefix that never completes is released at the end.
+  EXPECT_EQ(run_matcher({"jumpsx"}, {"a jum", "ps"}, &hit), "a jumps");
+  EXPECT_FALSE(hit);
+  EXPECT_EQ(run_matcher({}, {"abc"}, &hit), "abc");
+}
+
+}  // namespace
+}  // namespace k3::server::test
