@@ -66,6 +66,7 @@ std::string file_stem(const std::string& path) {
 int cmd_serve(int argc, char** argv) {
   CLI::App app{"OpenAI-compatible chat server (see docs/serve.md)", "k3 serve"};
   std::string model_path, scripted_path;
+  std::vector<std::string> scripts;
   server::ServerOptions o;
   o.sched.n_ctx = 4096;
   bool verbose = false, no_prompt_cache = false, no_webui = false;
@@ -142,7 +143,7 @@ int cmd_serve(int argc, char** argv) {
   if (std::string err = to_memory_options(mem_flags, mem); !err.empty()) return usage(err);
   if (verbose) log::set_level(log::Level::debug);
   if (!scripted_path.empty()) {
-    o.scripted_outputs = read_scripts(scripted_path);
+    scripts = read_scripts(scripted_path);
     log::warn("--scripted-output is a TEST mode: the model's answers come from {}", scripted_path);
   }
 
@@ -164,6 +165,7 @@ int cmd_serve(int argc, char** argv) {
   if (tc.kind == text::TemplateKind::Unsupported) fail("{}", tc.message);
   if (tc.kind != text::TemplateKind::K3Exact) log::info("{}", tc.message);
   auto tok = text::Tokenizer::from_gguf(file);
+  if (!scripts.empty()) o.answers = server::scripted_answers(*tok, scripts);
   // Planned for the engine the scheduler builds: its prompt-cache snapshots are sequences too.
   // --ram-budget: /metrics gains k3_expert_* lines.
   store::install_store(*model, mem, store::shape_of(*model, o.sched.engine_options()));

@@ -43,7 +43,7 @@ void run_sliced(const BatchCtx& ctx, int64_t E, const float* xn, float* out, Lay
       }
       if (!s.idx.empty()) sub.push_back(std::move(s));
     }
-    const BatchCtx sc{ctx.model, c1 - c0, sub, ctx.pool, ctx.dbg, ctx.mm};
+    const BatchCtx sc{ctx.model, c1 - c0, sub, ctx.pool, ctx.hooks, ctx.checks, ctx.mm};
     layer(sc, xn + c0 * E, out + c0 * E);
   }
 }
@@ -51,12 +51,12 @@ void run_sliced(const BatchCtx& ctx, int64_t E, const float* xn, float* out, Lay
 }  // namespace
 
 int64_t forward(const Model& model, const ForwardInput& in, float* logits, ThreadPool* pool,
-                const ForwardDebug& dbg) {
+                const ForwardHooks& hooks, const ForwardChecks& checks) {
   const HParams& hp = model.hparams();
   const Weights& W = model.weights();
   const int64_t n = static_cast<int64_t>(in.tokens.size()), E = hp.n_embd;
   if (n == 0) return 0;
-  ProfForward profiling(dbg.profile);
+  ProfForward profiling(hooks.profile);
 
   // Group the tokens by sequence, keeping batch order within each.
   std::vector<SeqGroup> groups;
@@ -68,7 +68,8 @@ int64_t forward(const Model& model, const ForwardInput& in, float* logits, Threa
       groups[it->second].idx.push_back(t);
     }
   }
-  BatchCtx ctx{model, n, groups, pool, dbg, ops::Matmul{pool, dbg.reference_matmul, dbg.observer}};
+  BatchCtx ctx{
+      model, n, groups, pool, hooks, checks, ops::Matmul{pool, checks.reference_matmul, hooks.observer}};
 
   const size_t NE = static_cast<size_t>(n * E);
   std::vector<float> h(NE), x(NE), xn(NE), sub(NE);
@@ -137,7 +138,7 @@ int64_t forward(const Model& model, const ForwardInput& in, float* logits, Threa
   for (int64_t i = 0; i < m; ++i) {
     const int64_t t = rows[i];
     float* xi = x.data() + i * E;
-    if (bs > 0 && !dbg.skip_final_res_mix) {
+    if (bs > 0 && !checks.skip_final_res_mix) {
       for (size_t j = 0; j < bank_ptrs.size(); ++j) row_bank[j] = bank_ptrs[j] + t * E;
       res_mix(row_bank, h.data() + t * E, W.output_res_score.data(), 1, E, hp.rms_eps, xi);
     } else {

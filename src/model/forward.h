@@ -23,19 +23,22 @@ class SequenceState;
 struct ForwardObserver;
 struct ForwardProfile;
 
-// Test-only knobs, all false in production. The first group makes the model deliberately
-// wrong (to show the golden checks can fail); reference_matmul swaps the fast kernels for
-// the exact dequantize-then-double-dot reference (to separate model numerics from kernel
-// activation rounding).
-struct ForwardDebug {
+// What tools attach to a forward pass; null: nothing attached (the serving path).
+struct ForwardHooks {
+  ForwardObserver* observer = nullptr;  // activations and routing (k3 imatrix, k3 reap; model/observer.h)
+  ForwardProfile* profile = nullptr;    // time per op class (k3 bench --profile; model/profile.h)
+};
+
+// Verification switches, all off outside the tests (docs/ARCHITECTURE.md says why they are
+// switches and not a seam). reference_matmul swaps the fast kernels for the exact
+// dequantize-then-double-dot reference, to separate model numerics from kernel rounding. The
+// traps make the model deliberately wrong, so the golden tests show that they can fail.
+struct ForwardChecks {
+  bool reference_matmul = false;  // kernels::matmul_reference everywhere
   // The traps of docs/MODEL.md ("Traps worth repeating"):
   bool moe_weights_from_biased_scores = false;  // MoE weights from p + bias, not p
   bool skip_final_res_mix = false;              // no output_res_score mix before output_norm
   bool kda_decay_on_value_axis = false;         // decay on S's value index (recurrent form only)
-  bool force_recurrent_kda = false;             // never use the chunked form
-  bool reference_matmul = false;                // kernels::matmul_reference everywhere
-  ForwardObserver* observer = nullptr;          // activation hook for tools (model/observer.h)
-  ForwardProfile* profile = nullptr;            // time per op class (model/profile.h; k3 bench --profile)
 };
 
 struct ForwardInput {
@@ -46,6 +49,6 @@ struct ForwardInput {
 
 // Returns the number of logit rows written to `logits` (count of want_logits).
 int64_t forward(const Model& model, const ForwardInput& in, float* logits, ThreadPool* pool,
-                const ForwardDebug& dbg = {});
+                const ForwardHooks& hooks = {}, const ForwardChecks& checks = {});
 
 }  // namespace k3::model

@@ -349,9 +349,9 @@ void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
       const SeqGroup& sg = b.groups[task / H];
       const int64_t h = task % H;
       float* S = sg.st->kda()[il].S.data() + h * D * D;
-      const bool chunked = sg.idx.size() > 1 && !b.dbg.force_recurrent_kda && !b.dbg.kda_decay_on_value_axis;
+      const bool chunked = sg.idx.size() > 1 && !b.checks.kda_decay_on_value_axis;
       if (chunked) chunked_head(in, sg.idx, h, S);
-      else if (b.dbg.kda_decay_on_value_axis) recurrent_head_trap(in, sg.idx, h, S);
+      else if (b.checks.kda_decay_on_value_axis) recurrent_head_trap(in, sg.idx, h, S);
       else recurrent_head(in, sg.idx, h, S);
     }
   });

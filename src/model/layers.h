@@ -33,7 +33,8 @@ struct BatchCtx {
   int64_t n = 0;
   std::span<const SeqGroup> groups;
   ThreadPool* pool = nullptr;
-  const ForwardDebug& dbg;
+  const ForwardHooks& hooks;
+  const ForwardChecks& checks;
   ops::Matmul mm;
 };
 

@@ -103,7 +103,7 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
     for (int64_t j = 0; j < k; ++j) {
       const int32_t e = order[j];
       sel[t * k + j] = e;
-      wsel[t * k + j] = b.dbg.moe_weights_from_biased_scores ? biased[e] : p[e];
+      wsel[t * k + j] = b.checks.moe_weights_from_biased_scores ? biased[e] : p[e];
       sum += wsel[t * k + j];
     }
     if (hp.expert_weights_norm) {
@@ -114,7 +114,7 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
       for (int64_t j = 0; j < k; ++j) wsel[t * k + j] *= hp.expert_weights_scale;
   }
 
-  if (b.dbg.observer) b.dbg.observer->on_routing(il, n, k, sel.data(), wsel.data());
+  if (b.hooks.observer) b.hooks.observer->on_routing(il, n, k, sel.data(), wsel.data());
 
   // Group (token, weight) pairs by expert; run each active expert once over its tokens.
   std::vector<std::vector<std::pair<int64_t, double>>> by_exp(static_cast<size_t>(X));
@@ -198,7 +198,7 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
       const auto& toks = by_exp[e];
       const std::vector<float>& y = slots[i - g0].y;
       src.release(il, e);
-      if (b.dbg.observer) b.dbg.observer->on_expert_output(il, e, toks, y.data(), L);
+      if (b.hooks.observer) b.hooks.observer->on_expert_output(il, e, toks, y.data(), L);
       for (size_t t = 0; t < toks.size(); ++t) {
         double* a = acc.data() + toks[t].first * L;
         const double wt = toks[t].second;

@@ -1,6 +1,6 @@
 // model/observer: an optional hook that sees the activations of a forward pass, for tools
 // that measure the model rather than run it (k3 imatrix, k3 reap).
-// Contract: attach with ForwardDebug::observer (EngineOptions::debug.observer); null (the
+// Contract: attach with ForwardHooks::observer (EngineOptions::hooks.observer); null (the
 // default) costs one pointer test per matmul. Calls come from the thread that runs forward(),
 // never from pool workers, and the pointers are valid only during the call.
 // * on_matmul_input: before every matmul of the model. The weight is identified by address:

@@ -1,5 +1,5 @@
 // model/profile: where a forward pass spends its time, by op class (`k3 bench --profile`).
-// Contract: attach a ForwardProfile with ForwardDebug::profile; null (the default) costs one
+// Contract: attach a ForwardProfile with ForwardHooks::profile; null (the default) costs one
 // thread-local pointer test per matmul and per section. forward() then adds its wall time and
 // count, each section its wall time (ProfScope, on the thread that runs forward()), and every
 // product run through ops::Matmul inside a section its wall time and weight bytes to that

@@ -106,7 +106,8 @@ std::vector<float> Engine::decode(std::span<const BatchToken> batch) {
       want.push_back(batch[i].want_logits ? 1 : 0);
     }
     model::ForwardInput in{tokens, seqs, want};
-    written += model::forward(*model_, in, logits.data() + written * V, pool_.get(), opts_.debug);
+    written +=
+        model::forward(*model_, in, logits.data() + written * V, pool_.get(), opts_.hooks, opts_.checks);
   }
   return logits;
 }

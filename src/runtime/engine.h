@@ -59,7 +59,8 @@ struct EngineOptions {
   int64_t n_ctx = 0;                      // max tokens per sequence; 0: context_size() of the model
   int64_t n_ubatch = 512;                 // tokens per forward micro-batch
   CacheType cache_type = CacheType::F32;  // MLA latent cache precision
-  model::ForwardDebug debug{};            // test-only knobs; leave default
+  model::ForwardHooks hooks{};            // observer / profile of the tools (k3 imatrix, reap, bench)
+  model::ForwardChecks checks{};          // verification switches of the tests; leave default
 };
 
 struct BatchToken {

@@ -60,8 +60,8 @@ int32_t Generation::choose(std::span<const float> logits) {
     forced_.pop_front();
     return t;
   }
-  if (job_.scripted) {
-    if (script_pos_ < job_.script.size()) return job_.script[script_pos_++];
+  if (job_.script) {
+    if (script_pos_ < job_.script->size()) return (*job_.script)[script_pos_++];
     return roles_.end_token(tok_);
   }
   if (matcher_) {

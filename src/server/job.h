@@ -14,6 +14,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -101,8 +102,8 @@ struct Job {
   // Constrained decoding (response_format, strict tools, grammar, json_schema): the grammar
   // of the whole output; null: unconstrained.
   std::shared_ptr<const grammar::Grammar> grammar;
-  std::vector<int32_t> script;  // test-only scripted output (replaces sampling)
-  bool scripted = false;
+  // Set when the server has an AnswerSource: the answer's tokens, in place of sampling.
+  std::optional<std::vector<int32_t>> script;
   Clock::time_point deadline = Clock::time_point::max();
   std::atomic<bool> cancelled{false};
   Channel channel;

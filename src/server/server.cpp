@@ -185,8 +185,6 @@ struct Server::Impl {
   std::shared_ptr<const text::Tokenizer> tok;
   std::unique_ptr<Scheduler> sched;
   HttpServer http;
-  std::vector<std::vector<int32_t>> scripts;
-  std::atomic<uint64_t> script_next{0};
   std::atomic<bool> stopped{false};
   std::atomic<bool> draining{false};
   std::once_flag http_stopped;
@@ -215,8 +213,6 @@ Server::Server(std::shared_ptr<const model::Model> model, std::shared_ptr<const 
   if (!s.tok) fail("the model has no vocabulary: k3 serve needs one to render chats");
   s.sched = std::make_unique<Scheduler>(s.model, s.tok, s.opts.sched);
   s.opts.limits.n_ctx = s.sched->n_ctx();
-  for (const std::string& text : s.opts.scripted_outputs)
-    s.scripts.push_back(s.tok->encode(text, true, false));
   s.started = static_cast<int64_t>(std::time(nullptr));
   s.origins = OriginPolicy::make(s.opts.host, s.opts.allowed_hosts, s.opts.cors_origins);
   s.routes();
@@ -275,10 +271,7 @@ void Server::shutdown() {
 void Server::Impl::run_job(BuiltRequest b, bool chat, const httplib::Request& req, httplib::Response& res) {
   std::shared_ptr<Job> job = b.job;
   job->deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(opts.timeout_s * 1000));
-  if (!scripts.empty()) {
-    job->scripted = true;
-    job->script = scripts[script_next.fetch_add(1) % scripts.size()];
-  }
+  if (opts.answers) job->script = opts.answers->next_answer();
   if (chat) job->parser.call_id_prefix = random_id("call_", 12) + "_";
   sched->submit(job);  // ApiError 503 when busy
 

@@ -9,11 +9,8 @@
 // pipelining). Endpoints, request fields and error shapes are documented in docs/serve.md
 // (docs/serve.md). Loopback is the default bind. With an API key every endpoint except /health
 // and /v1/models (and the chat page's files, which hold no data) requires
-// `Authorization: Bearer KEY`.
-// scripted_outputs is TEST-ONLY: when non-empty, request i's generated tokens are not
-// sampled but taken from scripted_outputs[i % n] (text with the XTML markers written out,
-// tokenized with the model's tokenizer, special tokens parsed) and fed through the model and
-// the output parser as if sampled; after the script the turn ends.
+// `Authorization: Bearer KEY`. Tests replace sampling through ServerOptions::answers
+// (server/answer_source.h).
 #pragma once
 
 #include <cstddef>
@@ -22,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "server/answer_source.h"
 #include "server/request_parse.h"
 #include "server/scheduler.h"
 
@@ -67,8 +65,10 @@ struct ServerOptions {
   std::vector<std::string> allowed_hosts;  // --allowed-hosts (empty: the default, origin_policy.h)
   std::vector<std::string> cors_origins;   // --cors
   SchedulerOptions sched;
-  RequestLimits limits;                       // n_ctx is taken from the engine
-  std::vector<std::string> scripted_outputs;  // TEST ONLY (see above)
+  RequestLimits limits;  // n_ctx is taken from the engine
+  // null: the model samples every answer. Tests (and `k3 serve --scripted-output`) install a
+  // source of fixed answers here (server/answer_source.h).
+  std::shared_ptr<AnswerSource> answers;
 };
 
 class Server {

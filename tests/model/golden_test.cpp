@@ -74,7 +74,7 @@ TEST_P(Golden, ModesAgreeToRoundingWithExactMatmul) {
   const std::string name = GetParam();
   const double max_nmse = manifest()["models"][name]["acceptance"]["nmse_vs_ref64_max"].get<double>();
   runtime::EngineOptions opts;
-  opts.debug.reference_matmul = true;
+  opts.checks.reference_matmul = true;
   std::map<std::string, EvalRun> runs;
   for (const char* mode : {"batch", "step", "chunk:7"}) {
     runs[mode] = run(name, mode, opts);
@@ -113,7 +113,7 @@ struct Mutation {
   const char* model;
   const char* mode;
   double min_factor;  // how far above threshold the golden README's sensitivity table puts it
-  void (*apply)(model::ForwardDebug&);
+  void (*apply)(model::ForwardChecks&);
 };
 
 class WrongButPlausible : public ::testing::TestWithParam<Mutation> {};
@@ -121,7 +121,7 @@ class WrongButPlausible : public ::testing::TestWithParam<Mutation> {};
 TEST_P(WrongButPlausible, FailsTheGoldenCheck) {
   const Mutation& mu = GetParam();
   runtime::EngineOptions opts;
-  mu.apply(opts.debug);
+  mu.apply(opts.checks);
   EvalRun r = run(mu.model, mu.mode, opts);
   const double max_nmse = manifest()["models"][mu.model]["acceptance"]["nmse_vs_ref64_max"].get<double>();
   fmt::print("mutation '{}' on {} ({}): NMSE {:.3e} vs max {:.3e}\n", mu.name, mu.model, mu.mode, r.nmse,
@@ -132,13 +132,13 @@ TEST_P(WrongButPlausible, FailsTheGoldenCheck) {
 INSTANTIATE_TEST_SUITE_P(
     Mutations, WrongButPlausible,
     ::testing::Values(Mutation{"moe_biased", "tiny10-base", "batch", 1e5,
-                               [](model::ForwardDebug& d) { d.moe_weights_from_biased_scores = true; }},
+                               [](model::ForwardChecks& d) { d.moe_weights_from_biased_scores = true; }},
                       Mutation{"moe_biased_q8", "small-q8_0", "batch", 10,
-                               [](model::ForwardDebug& d) { d.moe_weights_from_biased_scores = true; }},
+                               [](model::ForwardChecks& d) { d.moe_weights_from_biased_scores = true; }},
                       Mutation{"final_mix_skipped", "tiny10-noqlora", "batch", 1e5,
-                               [](model::ForwardDebug& d) { d.skip_final_res_mix = true; }},
+                               [](model::ForwardChecks& d) { d.skip_final_res_mix = true; }},
                       Mutation{"decay_value_axis", "tiny10-softplus", "step", 1e5,
-                               [](model::ForwardDebug& d) { d.kda_decay_on_value_axis = true; }}),
+                               [](model::ForwardChecks& d) { d.kda_decay_on_value_axis = true; }}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -30,7 +30,7 @@ TEST(Engine, InterleavedSequencesInOneBatchMatchGolden) {
   auto t1 = golden_tokens("tiny10-softplus");
   runtime::EngineOptions exact;
   exact.n_threads = 2;
-  exact.debug.reference_matmul = true;  // compare the state handling, not kernel rounding
+  exact.checks.reference_matmul = true;  // compare the state handling, not kernel rounding
   runtime::Engine solo(m, exact);
   const auto ref1 = runtime::eval_logits(solo, t1, runtime::EvalMode::parse("batch"));
 
@@ -69,7 +69,7 @@ TEST(Engine, ProfileLeavesLogitsBitIdenticalAndCoversEverySection) {
   const auto want = runtime::eval_logits(ref, toks, runtime::EvalMode::parse("batch"));
   model::ForwardProfile prof;
   runtime::EngineOptions profiled = plain;
-  profiled.debug.profile = &prof;
+  profiled.hooks.profile = &prof;
   runtime::Engine eng(m, profiled);
   const auto got = runtime::eval_logits(eng, toks, runtime::EvalMode::parse("batch"));
   ASSERT_EQ(got.size(), want.size());
@@ -125,7 +125,7 @@ TEST(Engine, UbatchSplitDoesNotChangeResult) {
   const auto toks = golden_tokens("small-q8_0");
   runtime::EngineOptions o;
   o.n_threads = 2;
-  o.debug.reference_matmul = true;
+  o.checks.reference_matmul = true;
   o.n_ubatch = 48;
   runtime::Engine big(m, o);
   o.n_ubatch = 13;

@@ -30,10 +30,10 @@ Json weather_tools() {
     "city":{"type":"string"},"days":{"type":"number"}},"required":["city"]}}}])");
 }
 
-ServerOptions scripted(std::vector<std::string> scripts) {
+ServerOptions scripted_options(const std::vector<std::string>& scripts) {
   ServerOptions o = default_options();
   o.sched.n_ctx = 4096;  // tool declarations and history render long in a byte vocabulary
-  o.scripted_outputs = std::move(scripts);
+  o.answers = scripted(scripts);
   return o;
 }
 
@@ -44,7 +44,7 @@ size_t count_tokens(const TestServer& s, const std::string& text) {
 }
 
 TEST(ServerChat, ScriptedPlainTurnNonStreaming) {
-  TestServer s(scripted({kPlainTurn}));
+  TestServer s(scripted_options({kPlainTurn}));
   auto [st, j] = s.post("/v1/chat/completions", user_chat("hi"));
   ASSERT_EQ(st, 200) << j.dump();
   EXPECT_EQ(j["object"], "chat.completion");
@@ -67,7 +67,7 @@ TEST(ServerChat, ScriptedPlainTurnNonStreaming) {
 }
 
 TEST(ServerChat, ScriptedStreamingIsTheFoldOfNonStreaming) {
-  TestServer s(scripted({kToolTurn}));
+  TestServer s(scripted_options({kToolTurn}));
   Json req = user_chat("weather in Paris?");
   req["tools"] = weather_tools();
   auto [st, full] = s.post("/v1/chat/completions", req);
@@ -124,7 +124,7 @@ TEST(ServerChat, ScriptedStreamingIsTheFoldOfNonStreaming) {
 }
 
 TEST(ServerChat, ScriptedToolCallRoundTrip) {
-  TestServer s(scripted({kToolTurn, kAfterTool}));
+  TestServer s(scripted_options({kToolTurn, kAfterTool}));
   Json req = user_chat("weather in Paris?");
   req["tools"] = weather_tools();
   auto [st, j1] = s.post("/v1/chat/completions", req);
@@ -150,7 +150,7 @@ TEST(ServerChat, ScriptedToolCallRoundTrip) {
 }
 
 TEST(ServerChat, ToolsChannelWithoutDeclaredToolsIsDropped) {
-  TestServer s(scripted({kToolTurn}));
+  TestServer s(scripted_options({kToolTurn}));
   auto [st, j] = s.post("/v1/chat/completions", user_chat("weather?"));
   ASSERT_EQ(st, 200);
   const Json& m = j["choices"][0]["message"];
@@ -161,7 +161,7 @@ TEST(ServerChat, ToolsChannelWithoutDeclaredToolsIsDropped) {
 }
 
 TEST(ServerChat, MaxTokensTruncatesWithLength) {
-  TestServer s(scripted({kPlainTurn}));
+  TestServer s(scripted_options({kPlainTurn}));
   Json req = user_chat("hi");
   req["max_tokens"] = 5;  // "Let m" (one byte per token in this vocabulary)
   auto [st, j] = s.post("/v1/chat/completions", req);
@@ -173,7 +173,7 @@ TEST(ServerChat, MaxTokensTruncatesWithLength) {
 }
 
 TEST(ServerChat, StopStringEndsTheAnswer) {
-  TestServer s(scripted({kPlainTurn}));
+  TestServer s(scripted_options({kPlainTurn}));
   Json req = user_chat("hi");
   req["stop"] = Json::array({"| done", "never"});
   auto [st, j] = s.post("/v1/chat/completions", req);
@@ -185,7 +185,7 @@ TEST(ServerChat, StopStringEndsTheAnswer) {
 TEST(ServerChat, ReasoningBudgetForcesTheThinkClose) {
   // The script keeps "thinking"; a budget of 3 injects the close and opens the response,
   // after which the script continues as the answer.
-  TestServer s(scripted({"abcdefgh<|close|>message<|sep|><|end_of_msg|>"}));
+  TestServer s(scripted_options({"abcdefgh<|close|>message<|sep|><|end_of_msg|>"}));
   Json req = user_chat("hi");
   req["reasoning_budget_tokens"] = 3;
   auto [st, j] = s.post("/v1/chat/completions", req);
@@ -226,7 +226,7 @@ TEST(ServerChat, RealSamplingIsDeterministicAndStreamMatches) {
 }
 
 TEST(ServerChat, ConcurrentRequestsShareTheBatch) {
-  TestServer s(scripted({kPlainTurn}));
+  TestServer s(scripted_options({kPlainTurn}));
   std::vector<std::future<std::pair<int, Json>>> fs;
   for (int i = 0; i < 6; ++i)
     fs.push_back(

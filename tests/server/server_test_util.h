@@ -49,6 +49,12 @@ inline ServerOptions default_options() {
   return o;
 }
 
+// Fixed answers in place of sampling (server/answer_source.h), for checks of what surrounds
+// generation.
+inline std::shared_ptr<AnswerSource> scripted(const std::vector<std::string>& texts) {
+  return scripted_answers(*shared_tokenizer(), texts);
+}
+
 class TestServer {
  public:
   explicit TestServer(ServerOptions o = default_options())

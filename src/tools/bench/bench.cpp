@@ -138,7 +138,7 @@ BenchResult run_bench(const BenchOptions& opt) {
 
   runtime::EngineOptions eo;
   model::ForwardProfile prof;
-  if (opt.profile) eo.debug.profile = &prof;
+  if (opt.profile) eo.hooks.profile = &prof;
   eo.n_threads = opt.n_threads;
   eo.n_ctx = opt.depth + std::max(opt.n_prompt, opt.n_gen) + 1;
   eo.n_seq_max = opt.depth > 0 ? 2 : 1;  // sequence 1 holds the depth, copied before each repetition

@@ -120,7 +120,7 @@ ImatrixResult collect_imatrix(std::shared_ptr<const model::Model> model, const s
   eo.n_threads = opt.n_threads;
   eo.n_ctx = opt.n_ctx;
   eo.n_ubatch = std::min<int64_t>(opt.n_ctx, 512);
-  eo.debug.observer = &col;
+  eo.hooks.observer = &col;
   runtime::Engine engine(model, eo);
 
   std::vector<runtime::BatchToken> batch(static_cast<size_t>(opt.n_ctx));

@@ -87,7 +87,7 @@ ReapCalibResult collect_reap_saliency(std::shared_ptr<const model::Model> model,
   if (hp.n_layer_dense_lead >= hp.n_layer || hp.n_expert == 0)
     fail("{}: the model has no MoE layer, nothing to prune", model->gguf().path());
   ReapCollector col(hp.n_layer, hp.n_layer_dense_lead, hp.n_expert);
-  eo.debug.observer = &col;
+  eo.hooks.observer = &col;
   runtime::Engine engine(model, eo);
 
   ReapCalibResult r;
