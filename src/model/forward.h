@@ -22,6 +22,7 @@ class Model;
 class SequenceState;
 struct ForwardObserver;
 struct ForwardProfile;
+struct Scratch;
 
 // What tools attach to a forward pass; null: nothing attached (the serving path).
 struct ForwardHooks {
@@ -48,7 +49,8 @@ struct ForwardInput {
 };
 
 // Returns the number of logit rows written to `logits` (count of want_logits).
-int64_t forward(const Model& model, const ForwardInput& in, float* logits, ThreadPool* pool,
+// scratch: the working memory, reused from call to call (model/scratch.h).
+int64_t forward(const Model& model, const ForwardInput& in, float* logits, ThreadPool* pool, Scratch& scratch,
                 const ForwardHooks& hooks = {}, const ForwardChecks& checks = {});
 
 }  // namespace k3::model

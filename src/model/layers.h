@@ -10,6 +10,7 @@
 
 #include "model/forward.h"
 #include "model/ops.h"
+#include "model/scratch.h"
 
 namespace k3 {
 class ThreadPool;
@@ -21,13 +22,6 @@ class Model;
 class SequenceState;
 struct FfnWeights;
 
-// The tokens of one sequence within the batch, in order; the first is at position base.
-struct SeqGroup {
-  SequenceState* st = nullptr;
-  std::vector<int64_t> idx;  // batch rows
-  int64_t base = 0;          // n_past before this batch
-};
-
 struct BatchCtx {
   const Model& model;
   int64_t n = 0;
@@ -36,6 +30,7 @@ struct BatchCtx {
   const ForwardHooks& hooks;
   const ForwardChecks& checks;
   ops::Matmul mm;
+  Scratch& scratch;
 };
 
 void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out);

@@ -40,63 +40,59 @@ kernels::MatmulJob gate_up_job(const kernels::WeightView& gate, const kernels::W
 void ffn_forward(const BatchCtx& b, const FfnWeights& w, const float* x, float* out) {
   const HParams& hp = b.model.hparams();
   const int64_t n = b.n, F = w.gate.rows;
-  std::vector<float> g(static_cast<size_t>(n * F));
+  float* g = reserve_at_least(b.scratch.ffn_hidden, static_cast<size_t>(n * F));
   const float situ_c[2] = {hp.situ_beta, hp.situ_linear_beta};
-  const kernels::MatmulJob gu = gate_up_job(w.gate, w.up, situ_c, x, n, g.data());
+  const kernels::MatmulJob gu = gate_up_job(w.gate, w.up, situ_c, x, n, g);
   b.mm.batch({&gu, 1});
-  b.mm(w.down, g.data(), n, out);
+  b.mm(w.down, g, n, out);
 }
 
-void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
+namespace {
+
+// Step 1 of a MoE layer: everything that reads the full-width input in one dispatch (the
+// router, the routed input's down-projection into the latent space, the shared experts'
+// gate/up), then per token the gating function, top-k by the biased score (ties: lower index
+// first) and the weights from the unbiased score; finally the (token, weight) pairs grouped
+// by expert and the list of active experts. Returns the routed input (n rows of L).
+const float* route(const BatchCtx& b, uint32_t il, const float* xn) {
   const HParams& hp = b.model.hparams();
   const MoeWeights& w = b.model.weights().layers[il].moe;
-  const int64_t n = b.n, E = hp.n_embd, X = hp.n_expert, k = hp.n_expert_used, L = hp.expert_in(),
-                Fe = hp.n_ff_exp;
+  Scratch::Moe& s = b.scratch.moe;
+  const int64_t n = b.n, X = hp.n_expert, k = hp.n_expert_used, L = hp.expert_in();
   const float situ_c[2] = {hp.situ_beta, hp.situ_linear_beta};
-  std::optional<ProfScope> section(std::in_place, ProfOp::moe_input);
 
-  // Everything that reads the full-width input in one dispatch: the router, the routed
-  // input's down-projection into the latent space and the shared experts' gate/up.
-  std::vector<float> prob(static_cast<size_t>(n * X));
-  std::vector<float> r;
+  float* prob = reserve_at_least(s.prob, static_cast<size_t>(n * X));
   const float* rin = xn;
-  std::vector<float> sh_h;
-  {
-    std::vector<kernels::MatmulJob> jobs{{.w = w.router, .x = xn, .n_tok = n, .y = prob.data()}};
-    if (w.latent) {
-      r.resize(static_cast<size_t>(n * L));
-      jobs.push_back({.w = w.routed_down, .x = xn, .n_tok = n, .y = r.data()});
-      rin = r.data();
-    }
-    if (w.has_shared) {
-      sh_h.resize(static_cast<size_t>(n * w.shared.gate.rows));
-      jobs.push_back(gate_up_job(w.shared.gate, w.shared.up, situ_c, xn, n, sh_h.data()));
-    }
-    b.mm.batch(jobs);
+  s.jobs.clear();
+  s.jobs.push_back({.w = w.router, .x = xn, .n_tok = n, .y = prob});
+  if (w.latent) {
+    rin = reserve_at_least(s.latent, static_cast<size_t>(n * L));
+    s.jobs.push_back({.w = w.routed_down, .x = xn, .n_tok = n, .y = s.latent.data()});
   }
+  if (w.has_shared) {
+    float* sh_h = reserve_at_least(s.shared_hidden, static_cast<size_t>(n * w.shared.gate.rows));
+    s.jobs.push_back(gate_up_job(w.shared.gate, w.shared.up, situ_c, xn, n, sh_h));
+  }
+  b.mm.batch(s.jobs);
+
+  double* biased = reserve_at_least(s.biased, static_cast<size_t>(X));
+  int32_t* order = reserve_at_least(s.order, static_cast<size_t>(X));
+  int32_t* sel = reserve_at_least(s.selected, static_cast<size_t>(n * k));
+  double* wsel = reserve_at_least(s.weights, static_cast<size_t>(n * k));
   for (int64_t t = 0; t < n; ++t) {
-    float* z = prob.data() + t * X;
+    float* z = prob + t * X;
     if (hp.expert_gating_func == 2) {
       for (int64_t e = 0; e < X; ++e) z[e] = ops::sigmoid(z[e]);
-    } else {  // softmax over all experts
+    } else {  // softmax over all experts; biased[] holds the exponentials for a moment
       const double mx = *std::max_element(z, z + X);
-      double s = 0.0;
-      std::vector<double> ex(static_cast<size_t>(X));
-      for (int64_t e = 0; e < X; ++e) s += (ex[e] = std::exp(z[e] - mx));
-      for (int64_t e = 0; e < X; ++e) z[e] = static_cast<float>(ex[e] / s);
+      double sum = 0.0;
+      for (int64_t e = 0; e < X; ++e) sum += (biased[e] = std::exp(z[e] - mx));
+      for (int64_t e = 0; e < X; ++e) z[e] = static_cast<float>(biased[e] / sum);
     }
-  }
-
-  // Top-k by the biased score (ties: lower index first); weights from the unbiased score.
-  std::vector<int32_t> sel(static_cast<size_t>(n * k));
-  std::vector<double> wsel(static_cast<size_t>(n * k));
-  std::vector<int32_t> order(static_cast<size_t>(X));
-  std::vector<double> biased(static_cast<size_t>(X));
-  for (int64_t t = 0; t < n; ++t) {
-    const float* p = prob.data() + t * X;
+    const float* p = z;
     for (int64_t e = 0; e < X; ++e) biased[e] = static_cast<double>(p[e]) + w.router_bias[e];
-    std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int32_t a, int32_t c) {
+    std::iota(order, order + X, 0);
+    std::partial_sort(order, order + k, order + X, [&](int32_t a, int32_t c) {
       return biased[a] != biased[c] ? biased[a] > biased[c] : a < c;
     });
     double sum = 0.0;
@@ -113,111 +109,143 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
     if (hp.expert_weights_scale != 0.0f && hp.expert_weights_scale != 1.0f)
       for (int64_t j = 0; j < k; ++j) wsel[t * k + j] *= hp.expert_weights_scale;
   }
+  if (b.hooks.observer) b.hooks.observer->on_routing(il, n, k, sel, wsel);
 
-  if (b.hooks.observer) b.hooks.observer->on_routing(il, n, k, sel.data(), wsel.data());
-
-  // Group (token, weight) pairs by expert; run each active expert once over its tokens.
-  std::vector<std::vector<std::pair<int64_t, double>>> by_exp(static_cast<size_t>(X));
+  // Group (token, weight) pairs by expert, tokens in batch order: a counting sort into one
+  // array, so no per-expert lists are built.
+  int64_t* start = reserve_at_least(s.start, static_cast<size_t>(X + 1));
+  std::fill(start, start + X + 1, 0);
+  for (int64_t i = 0; i < n * k; ++i) ++start[sel[i] + 1];
+  for (int64_t e = 0; e < X; ++e) start[e + 1] += start[e];
+  std::pair<int64_t, double>* pairs = reserve_at_least(s.pairs, static_cast<size_t>(n * k));
+  // order[] is free again: it counts how many of each expert's pairs are placed
+  std::fill(order, order + X, 0);
   for (int64_t t = 0; t < n; ++t)
-    for (int64_t j = 0; j < k; ++j) by_exp[sel[t * k + j]].push_back({t, wsel[t * k + j]});
-  std::vector<int32_t> active;
+    for (int64_t j = 0; j < k; ++j) {
+      const int32_t e = sel[t * k + j];
+      pairs[start[e] + order[e]++] = {t, wsel[t * k + j]};
+    }
+  s.active.clear();
   for (int32_t e = 0; e < X; ++e)
-    if (!by_exp[e].empty()) active.push_back(e);
-  section.reset();
-  section.emplace(ProfOp::moe_experts);
-  ExpertSource& src = b.model.experts();
-  src.will_need(il, active);
-  src.router_input_hint(il, xn, n);
+    if (start[e + 1] > start[e]) s.active.push_back(e);
+  return rin;
+}
 
-  // Experts run kExpertGroup at a time: gate/up → SiTU of the whole group in one dispatch,
-  // then the group's down projections in another (decode: 2 dispatches per layer instead of
-  // 3 per expert, and the threads' slices cross expert boundaries). The shared experts' down
-  // projection joins the first group's.
-  constexpr size_t kExpertGroup = 8;
-  struct Slot {
-    ExpertWeights ew;
-    std::vector<float> xin, h, y;
-  };
-  std::vector<Slot> slots(std::min(kExpertGroup, active.size()));
-  std::vector<kernels::MatmulJob> jobs;
-  std::vector<double> acc(static_cast<size_t>(n * L), 0.0);
-  std::vector<float> sh;
-  if (w.has_shared) sh.resize(static_cast<size_t>(n * E));
-  for (size_t g0 = 0; g0 < active.size(); g0 += kExpertGroup) {
-    const size_t g1 = std::min(active.size(), g0 + kExpertGroup);
+// The pairs routed to expert e (batch row, weight), in batch order.
+std::span<const std::pair<int64_t, double>> tokens_of(const Scratch::Moe& s, int32_t e) {
+  return {s.pairs.data() + s.start[static_cast<size_t>(e)],
+          static_cast<size_t>(s.start[static_cast<size_t>(e) + 1] - s.start[static_cast<size_t>(e)])};
+}
+
+// Step 2: the active experts over their tokens, kExpertGroup at a time: gate/up → SiTU of the
+// whole group in one dispatch, then the group's down projections in another (decode: 2
+// dispatches per layer instead of 3 per expert, and the threads' slices cross expert
+// boundaries). The shared experts' down projection joins the first group's. The weighted
+// outputs are summed in double into acc (n rows of L), in the order of the active list.
+void run_experts(const BatchCtx& b, uint32_t il, const float* rin, const float* xn, double* acc) {
+  const HParams& hp = b.model.hparams();
+  const MoeWeights& w = b.model.weights().layers[il].moe;
+  Scratch::Moe& s = b.scratch.moe;
+  const int64_t n = b.n, E = hp.n_embd, L = hp.expert_in(), Fe = hp.n_ff_exp;
+  const float situ_c[2] = {hp.situ_beta, hp.situ_linear_beta};
+  ExpertSource& src = b.model.experts();
+  src.will_need(il, s.active);
+  src.router_input_hint(il, xn, n);
+  float* sh = w.has_shared ? reserve_at_least(s.shared_out, static_cast<size_t>(n * E)) : nullptr;
+  constexpr size_t kGroup = Scratch::kExpertGroup;
+  const std::vector<int32_t>& active = s.active;
+  for (size_t g0 = 0; g0 < active.size(); g0 += kGroup) {
+    const size_t g1 = std::min(active.size(), g0 + kGroup);
     // The group's experts are released even when a read or a matmul throws: a store's pins
     // would otherwise stay taken for good and its cache shrink with every failure.
     struct GroupPins {
       ExpertSource& src;
       uint32_t il;
-      std::vector<int32_t> held;
+      size_t n_held = 0;
+      const int32_t* held = nullptr;
       ~GroupPins() {
-        for (int32_t e : held) {
+        for (size_t i = 0; i < n_held; ++i) {
           try {
-            src.release(il, e);
+            src.release(il, held[i]);
           } catch (...) {  // nothing sensible to do while an exception is already in flight
           }
         }
       }
-    } pins{src, il, {}};
-    jobs.clear();
+    } pins{src, il, 0, active.data() + g0};
+    s.jobs.clear();
     for (size_t i = g0; i < g1; ++i) {
-      Slot& sl = slots[i - g0];
-      const auto& toks = by_exp[active[i]];
+      Scratch::ExpertSlot& sl = s.slots[i - g0];
+      const auto toks = tokens_of(s, active[i]);
       const int64_t m = static_cast<int64_t>(toks.size());
       const float* x = rin;
       if (!(m == n && n == 1)) {  // decode reads the routed input in place
-        sl.xin.resize(static_cast<size_t>(m * L));
+        float* xin = reserve_at_least(sl.x, static_cast<size_t>(m * L));
         for (int64_t t = 0; t < m; ++t)
-          std::copy(rin + toks[t].first * L, rin + (toks[t].first + 1) * L, sl.xin.begin() + t * L);
-        x = sl.xin.data();
+          std::copy(rin + toks[t].first * L, rin + (toks[t].first + 1) * L, xin + t * L);
+        x = xin;
       }
-      sl.h.resize(static_cast<size_t>(m * Fe));
-      sl.y.resize(static_cast<size_t>(m * L));
+      float* hid = reserve_at_least(sl.h, static_cast<size_t>(m * Fe));
+      reserve_at_least(sl.y, static_cast<size_t>(m * L));
       sl.ew = src.acquire(il, active[i]);
-      pins.held.push_back(active[i]);
-      jobs.push_back(gate_up_job(sl.ew.gate, sl.ew.up, situ_c, x, m, sl.h.data()));
+      ++pins.n_held;
+      s.jobs.push_back(gate_up_job(sl.ew.gate, sl.ew.up, situ_c, x, m, hid));
     }
-    b.mm.batch(jobs);
-    jobs.clear();
+    b.mm.batch(s.jobs);
+    s.jobs.clear();
     for (size_t i = g0; i < g1; ++i) {
-      Slot& sl = slots[i - g0];
+      Scratch::ExpertSlot& sl = s.slots[i - g0];
       kernels::MatmulJob j;
       j.w = sl.ew.down;
       j.x = sl.h.data();
-      j.n_tok = static_cast<int64_t>(by_exp[active[i]].size());
+      j.n_tok = static_cast<int64_t>(tokens_of(s, active[i]).size());
       j.y = sl.y.data();
-      jobs.push_back(j);
+      s.jobs.push_back(j);
     }
     if (g0 == 0 && w.has_shared)
-      jobs.push_back({.w = w.shared.down, .x = sh_h.data(), .n_tok = n, .y = sh.data()});
-    b.mm.batch(jobs);
-    pins.held.clear();  // released one by one below
+      s.jobs.push_back({.w = w.shared.down, .x = s.shared_hidden.data(), .n_tok = n, .y = sh});
+    b.mm.batch(s.jobs);
+    pins.n_held = 0;  // released one by one below
     for (size_t i = g0; i < g1; ++i) {
       const int32_t e = active[i];
-      const auto& toks = by_exp[e];
-      const std::vector<float>& y = slots[i - g0].y;
+      const auto toks = tokens_of(s, e);
+      const float* y = s.slots[i - g0].y.data();
       src.release(il, e);
-      if (b.hooks.observer) b.hooks.observer->on_expert_output(il, e, toks, y.data(), L);
+      if (b.hooks.observer) b.hooks.observer->on_expert_output(il, e, toks, y, L);
       for (size_t t = 0; t < toks.size(); ++t) {
-        double* a = acc.data() + toks[t].first * L;
+        double* a = acc + toks[t].first * L;
         const double wt = toks[t].second;
-        const float* yr = y.data() + static_cast<int64_t>(t) * L;
+        const float* yr = y + static_cast<int64_t>(t) * L;
         for (int64_t c = 0; c < L; ++c) a[c] += wt * yr[c];
       }
     }
   }
-  std::vector<float> msum(static_cast<size_t>(n * L));
-  for (size_t i = 0; i < msum.size(); ++i) msum[i] = static_cast<float>(acc[i]);
-  if (!w.routed_norm.empty())
-    ops::rmsnorm_rows(msum.data(), msum.data(), n, L, w.routed_norm.data(), hp.rms_eps, L, L);
-  if (w.latent) b.mm(w.routed_up, msum.data(), n, out);
-  else std::copy(msum.begin(), msum.end(), out);
+  if (w.has_shared && active.empty()) b.mm(w.shared.down, s.shared_hidden.data(), n, sh);
+}
 
-  if (w.has_shared) {
-    if (active.empty()) b.mm(w.shared.down, sh_h.data(), n, sh.data());
-    for (size_t i = 0; i < sh.size(); ++i) out[i] += sh[i];
-  }
+}  // namespace
+
+void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
+  const HParams& hp = b.model.hparams();
+  const MoeWeights& w = b.model.weights().layers[il].moe;
+  Scratch::Moe& s = b.scratch.moe;
+  const int64_t n = b.n, E = hp.n_embd, L = hp.expert_in();
+  std::optional<ProfScope> section(std::in_place, ProfOp::moe_input);
+  const float* rin = route(b, il, xn);
+  section.reset();
+  section.emplace(ProfOp::moe_experts);
+
+  double* acc = reserve_at_least(s.acc, static_cast<size_t>(n * L));
+  std::fill(acc, acc + n * L, 0.0);
+  run_experts(b, il, rin, xn, acc);
+
+  // RMS-normed routed sum, up-projection, plus the shared experts.
+  float* msum = reserve_at_least(s.routed_sum, static_cast<size_t>(n * L));
+  for (int64_t i = 0; i < n * L; ++i) msum[i] = static_cast<float>(acc[i]);
+  if (!w.routed_norm.empty()) ops::rmsnorm_rows(msum, msum, n, L, w.routed_norm.data(), hp.rms_eps, L, L);
+  if (w.latent) b.mm(w.routed_up, msum, n, out);
+  else std::copy(msum, msum + n * L, out);
+  if (w.has_shared)
+    for (int64_t i = 0; i < n * E; ++i) out[i] += s.shared_out[static_cast<size_t>(i)];
 }
 
 }  // namespace k3::model

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "model/scratch.h"
 
 namespace k3::runtime {
 
@@ -19,6 +20,7 @@ Engine::Engine(std::shared_ptr<const model::Model> model, const EngineOptions& o
   const int threads = opts_.n_threads > 0 ? opts_.n_threads : ThreadPool::default_threads();
   pool_ = std::make_unique<ThreadPool>(threads);
   seqs_.resize(static_cast<size_t>(opts_.n_seq_max));
+  scratch_ = std::make_unique<model::Scratch>();
 }
 
 Engine::~Engine() = default;
@@ -58,6 +60,8 @@ int64_t Engine::seq_pos(int32_t seq) const {
     fail("seq_pos: sequence id {} is outside 0..{}", seq, opts_.n_seq_max - 1);
   return seqs_[seq] ? seqs_[seq]->n_past() : 0;
 }
+
+size_t Engine::scratch_bytes() const { return scratch_->bytes(); }
 
 size_t Engine::state_bytes() const {
   size_t n = 0;
@@ -106,8 +110,8 @@ std::vector<float> Engine::decode(std::span<const BatchToken> batch) {
       want.push_back(batch[i].want_logits ? 1 : 0);
     }
     model::ForwardInput in{tokens, seqs, want};
-    written +=
-        model::forward(*model_, in, logits.data() + written * V, pool_.get(), opts_.hooks, opts_.checks);
+    written += model::forward(*model_, in, logits.data() + written * V, pool_.get(), *scratch_, opts_.hooks,
+                              opts_.checks);
   }
   return logits;
 }

@@ -91,6 +91,8 @@ class Engine {
   ThreadPool& pool() { return *pool_; }
   // Bytes of sequence state held now (all sequences).
   size_t state_bytes() const;
+  // Bytes of the forward pass's working memory held now (its high-water mark; model/scratch.h).
+  size_t scratch_bytes() const;
 
  private:
   model::SequenceState& state(int32_t seq);
@@ -99,6 +101,7 @@ class Engine {
   int64_t n_ctx_ = 0;
   std::unique_ptr<ThreadPool> pool_;
   std::vector<std::unique_ptr<model::SequenceState>> seqs_;
+  std::unique_ptr<model::Scratch> scratch_;  // reused by every forward()
 };
 
 }  // namespace k3::runtime

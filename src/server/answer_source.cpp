@@ -26,7 +26,8 @@ class ScriptedAnswers final : public AnswerSource {
 
 }  // namespace
 
-std::shared_ptr<AnswerSource> scripted_answers(const text::Tokenizer& tok, const std::vector<std::string>& texts) {
+std::shared_ptr<AnswerSource> scripted_answers(const text::Tokenizer& tok,
+                                               const std::vector<std::string>& texts) {
   return std::make_shared<ScriptedAnswers>(tok, texts);
 }
 

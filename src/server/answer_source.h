@@ -26,6 +26,7 @@ class AnswerSource {
 
 // Answers from texts (XTML markers written out, special tokens parsed), tokenized once with
 // `tok`; job i gets texts[i % n]. What `k3 serve --scripted-output FILE` installs.
-std::shared_ptr<AnswerSource> scripted_answers(const text::Tokenizer& tok, const std::vector<std::string>& texts);
+std::shared_ptr<AnswerSource> scripted_answers(const text::Tokenizer& tok,
+                                               const std::vector<std::string>& texts);
 
 }  // namespace k3::server

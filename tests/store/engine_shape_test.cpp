@@ -107,6 +107,35 @@ TEST(EngineShape, TheMlaCacheNeverReallocatesAndBytesCountCapacity) {
   EXPECT_EQ(at5_big - fixed, 2 * (at5 - fixed));
 }
 
+TEST(EngineShape, TheWorkEstimateCoversTheScratchAndTheScratchIsReused) {
+  // The forward pass's working memory (model/scratch.h) grows to the largest size each buffer
+  // was asked for and is then reused: once a batch has been decoded, decoding it again (or
+  // single tokens) holds the same bytes, and the bytes stay inside the plan's "work" line for
+  // the micro-batch, so --ram-budget counts them. (An expert slot's buffers follow the most
+  // tokens routed to the expert in that slot, so different batches can still raise them.)
+  auto m = synth_model(1000);
+  for (int ub : {1, 16, 64}) {
+    runtime::EngineOptions eo;
+    eo.n_ctx = 400;
+    eo.n_ubatch = ub;
+    runtime::Engine engine(m, eo);
+    std::vector<runtime::BatchToken> batch;
+    for (int i = 0; i < 4 * ub; ++i) batch.push_back({1 + (i * 7) % 50, 0, -1, i + 1 == 4 * ub});
+    engine.decode(batch);  // four micro-batches of ub tokens
+    const size_t warm = engine.scratch_bytes();
+    EXPECT_GT(warm, 0u);
+    for (int step = 0; step < 5; ++step) {
+      runtime::BatchToken t{7, 0, -1, true};
+      engine.decode(std::span<const runtime::BatchToken>(&t, 1));
+    }
+    engine.seq_clear(0);
+    engine.decode(batch);  // the same tokens at the same positions: the same routing
+    EXPECT_EQ(engine.scratch_bytes(), warm) << "ub " << ub;
+    const store::MemoryPlan plan = store::plan_memory(*m, store::kUnlimited, store::shape_of(*m, eo));
+    EXPECT_LE(warm, plan.work) << "ub " << ub << ": scratch " << warm << " bytes, plan work " << plan.work;
+  }
+}
+
 TEST(EngineShape, ServeCountsThePromptCacheSnapshots) {
   auto m = synth_model(1000);
   server::SchedulerOptions so;

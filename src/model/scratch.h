@@ -1,0 +1,68 @@
+// model/scratch: the forward pass's working memory. The engine owns one and passes it to every
+// forward(); each buffer grows to the largest size asked of it and is then reused, so a forward
+// pass over a micro-batch no larger than one seen before allocates nothing for its activations
+// or its MoE routing tables. Buffers keep their old contents: a user that needs zeros clears
+// what it uses. bytes() is what the buffers hold, which the memory plan's "work" estimate
+// covers (tests/store/engine_shape_test.cpp). The sequence-mixing layers (KDA, MLA) keep their
+// per-thread temporaries local (docs/ARCHITECTURE.md says why).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "kernels/matmul_batch.h"
+#include "model/expert_source.h"
+
+namespace k3::model {
+
+class SequenceState;
+
+// The tokens of one sequence within the batch, in order; the first is at position base.
+struct SeqGroup {
+  SequenceState* st = nullptr;
+  std::vector<int64_t> idx;  // batch rows
+  int64_t base = 0;          // n_past before this batch
+};
+
+struct Scratch {
+  // forward(): the batch's tokens grouped by sequence (the first `n` entries are in use; the
+  // rest keep their capacity for the next call).
+  std::vector<SeqGroup> groups;
+  // forward(): the residual stream, the AttnRes mix, its norm, a sublayer's output, the bank of
+  // block sums (contiguous, one n×E block each), the dense FFN's hidden layer.
+  std::vector<float> hidden, mixed, normed, sublayer, bank, ffn_hidden;
+  std::vector<const float*> bank_rows, row_bank;  // the bank's blocks; one row of each
+  std::vector<int64_t> logit_rows;
+
+  // moe_forward(): routing (per token: scores, biased scores, selection, weights), the
+  // (token, weight) pairs grouped by expert as one array with per-expert starts, and the
+  // buffers of up to kExpertGroup experts running at once.
+  struct ExpertSlot {
+    ExpertWeights ew;
+    std::vector<float> x, h, y;
+  };
+  static constexpr size_t kExpertGroup = 8;
+  struct Moe {
+    std::vector<float> prob, latent, shared_hidden, shared_out, routed_sum;
+    std::vector<double> biased, weights, acc;
+    std::vector<int32_t> selected, order, active;
+    std::vector<int64_t> start;  // expert e's pairs are pairs[start[e], start[e + 1])
+    std::vector<std::pair<int64_t, double>> pairs;
+    std::vector<kernels::MatmulJob> jobs;
+    std::array<ExpertSlot, kExpertGroup> slots;
+  } moe;
+
+  size_t bytes() const;
+};
+
+// Grows v to at least n elements (never shrinks) and returns its data.
+template <class T>
+T* reserve_at_least(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+}  // namespace k3::model
