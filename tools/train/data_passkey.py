@@ -51,12 +51,19 @@ def _insert(text, depth, needle):
     return text[:pos] + "\n\n" + needle + text[pos:], pos / len(text)
 
 
-def passkey_sample(rng, train_docs):
-    thinking = rng.random() < 0.5
+def retrieval_tokens(rng, lo=64, hi=7168):
+    """A haystack length for the retrieval stage: log-uniform in [lo, hi] tokens, so that
+    short episodes (many answers per step, the mechanism learned fast) and long ones (the
+    lengths `k3 niah` asks for) both get their share."""
+    return int(round(lo * (hi / lo) ** rng.random()))
+
+
+def passkey_sample(rng, train_docs, tokens=None, p_thinking=0.5):
+    thinking = rng.random() < p_thinking
     effort = rng.choice([None, None, "low", "high", "max"]) if thinking else None
-    tokens = rng.randint(256, 4096)
+    tokens = tokens if tokens is not None else rng.randint(256, 4096)
     budget = tokens * 4 - len(NEEDLE) - len(QUESTION) - 20
-    hay = _haystack(rng, train_docs, max(200, budget))
+    hay = _haystack(rng, train_docs, max(120, budget))
     while True:
         key = str(rng.randint(10000, 99999))
         if key not in hay:

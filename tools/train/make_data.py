@@ -3,6 +3,7 @@
 
     python3 tools/train/make_data.py --out DIR --seed 1234 [--k3 build/bin/k3] [--scale 1.0]
     python3 tools/train/make_data.py --check [--k3 ...]      # print samples, run every check
+    python3 tools/train/make_data.py --out DIR --retrieval N  # the retrieval stage's episodes
 
 Output (documents each followed by the literal control text ``[EOS]``, nothing between):
   DIR/train.txt          ~30 MB at --scale 1.0, all kinds, shuffled
@@ -471,6 +472,39 @@ def self_check(args):
     print(f"##### all checks passed ({total_eqs} equations verified)")
 
 
+def run_retrieval(args):
+    """The retrieval stage's data (docs/training.md): --retrieval pass-key episodes with
+    haystacks of training prose, log-uniform 64-7168 tokens (bytes / 4: about 8K real tokens at most), and --retrieval-heldout episodes
+    whose haystacks are held-out prose only (to measure retrieval on text never seen)."""
+    t0 = time.time()
+    renderer = Renderer(find_k3(args.k3), batching=not args.no_batch)
+    with multiprocessing.Pool(2) as pool:
+        corpus = data_prose.ProseCorpus(args.seed, pool)
+    parts = {"retrieval": (args.retrieval, corpus._docs(corpus.train_pages, corpus.train_fortunes, 0)),
+             "retrieval_heldout": (args.retrieval_heldout, corpus.heldout_docs())}
+    os.makedirs(args.out, exist_ok=True)
+    stats = {}
+    for name, (n, hay) in parts.items():
+        rng = stable_rng(args.seed, "retrieval", name)
+        samples = []
+        for _ in range(n):
+            samples.append(data_passkey.passkey_sample(
+                rng, hay, tokens=data_passkey.retrieval_tokens(rng), p_thinking=0.25))
+        for s in samples:
+            check_sample(s)
+        docs = []
+        for i in range(0, len(samples), BATCH):
+            chunk = samples[i:i + BATCH]
+            prompts = renderer.render_samples(chunk)
+            docs += [p + s.completion() for p, s in zip(prompts, chunk)]
+        write_docs(os.path.join(args.out, f"{name}.txt"), docs)
+        stats[name] = {"episodes": len(docs), "bytes": sum(len(d.encode("utf-8")) + len(EOS) for d in docs)}
+        log(f"{name}: {len(docs)} episodes, {stats[name]['bytes'] / 1e6:.2f} MB ({time.time() - t0:.1f} s)")
+    with open(os.path.join(args.out, "retrieval_stats.json"), "w", encoding="utf-8") as f:
+        json.dump({"seed": args.seed, **stats}, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", help="output directory")
@@ -479,6 +513,10 @@ def main():
     ap.add_argument("--scale", type=float, default=1.0, help="1.0 = ~30 MB of train text")
     ap.add_argument("--no-batch", action="store_true",
                     help="render one conversation per k3 process (slow; same output)")
+    ap.add_argument("--retrieval", type=int, default=0,
+                    help="write only the retrieval stage's data: this many pass-key episodes")
+    ap.add_argument("--retrieval-heldout", type=int, default=200,
+                    help="held-out-prose episodes written with --retrieval")
     ap.add_argument("--check", action="store_true", help="print samples and run self-checks")
     ap.add_argument("--check-n", type=int, default=20, help="episodes per kind for --check")
     ap.add_argument("--show", type=int, default=3000, help="characters shown per --check doc")
@@ -486,7 +524,12 @@ def main():
     if not (args.check or args.out):
         ap.error("give --out DIR (or --check)")
     try:
-        self_check(args) if args.check else run(args)
+        if args.check:
+            self_check(args)
+        elif args.retrieval:
+            run_retrieval(args)
+        else:
+            run(args)
     except data_prose.SourceMissing as e:
         sys.exit(f"make_data: {e}")
 

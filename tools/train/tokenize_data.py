@@ -7,7 +7,11 @@ Writes in --out:
                          little-endian uint16 token ids, documents separated by [EOS];
   train_long_starts.u32  offsets in train.u16 of documents of >= --long-min tokens (the long
                          passkey episodes), where the long-context batches start;
-  tokens.json            counts.
+  retrieval.u16, retrieval_heldout.u16, *_starts.u32
+                         the retrieval stage's episodes and where each starts (when
+                         make_data.py --retrieval wrote them);
+  tokens.json            counts, and the ids of the assistant-turn opener (`assistant_open`)
+                         and of <|close|>, <|sep|> (`close`, `sep`), which train.py uses to find answers.
 Tokenizing with `k3 tokenize` (not a Python re-implementation) guarantees that training sees
 exactly the ids the engine produces at inference; control-token names in the text ([EOS], the
 chat markers) become their control ids, as in a raw completion.
@@ -65,6 +69,26 @@ def main():
             stats[part]["long_documents"] = int(longs.size)
         print(f"{part}: {ids.size} tokens, {n_docs} documents, "
               f"{stats[part]['bytes'] / max(1, ids.size):.2f} bytes/token", flush=True)
+    for part in ("retrieval", "retrieval_heldout"):
+        src = os.path.join(a.text, f"{part}.txt")
+        if not os.path.exists(src):
+            continue
+        ids = tokenize(a.k3, vg, src)
+        ids.tofile(os.path.join(a.out, f"{part}.u16"))
+        ends = np.flatnonzero(ids == eos)
+        np.concatenate([[0], ends[:-1] + 1]).astype("<u4").tofile(os.path.join(a.out, f"{part}_starts.u32"))
+        stats[part] = {"tokens": int(ids.size), "documents": int(ends.size)}
+        print(f"{part}: {ids.size} tokens, {ends.size} episodes", flush=True)
+    def ids_of(text):
+        path = os.path.join(a.out, "marker.txt")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        ids = [int(t) for t in tokenize(a.k3, vg, path)]
+        os.remove(path)
+        return ids
+    stats["assistant_open"] = ids_of('<|open|>message role="assistant"<|sep|>')
+    stats["close"], = ids_of("<|close|>")
+    stats["sep"], = ids_of("<|sep|>")
     json.dump(stats, open(os.path.join(a.out, "tokens.json"), "w"), indent=1)
 
 

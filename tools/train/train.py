@@ -11,6 +11,14 @@ retrieve across thousands of tokens. Load balance: after each step each MoE laye
 selection-only correction bias moves by `--bias-rate` toward under-used experts (the K3 recipe,
 no auxiliary loss).
 
+Retrieval stage (`--init-gguf`, `--retrieval-every`): training continues from an exported model
+on a mix of the ordinary batches and windows packed with whole pass-key episodes (tokenize_data.py's
+retrieval.u16), their assistant turns weighted `--answer-weight` and the key tokens of the answers
+`--key-weight` times in the loss, so that the few tokens that need the copy from thousands of
+tokens back carry a real share of the gradient (unweighted they are ~0.1 % of it). Held-out
+retrieval (episodes in held-out prose, teacher-forced: every key token the argmax) is logged in
+eval.jsonl as `retrieval`.
+
 Outputs in --out: ckpt.pt (latest, atomic), log.jsonl (one line per step), eval.jsonl (held-out
 loss), config.json.
 """
@@ -28,6 +36,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import k3_gguf  # noqa: E402
 from k3_model import K3, K3Config  # noqa: E402
 
 
@@ -75,6 +84,77 @@ class Batches:
         s = int(self.long_starts[self.rs.randint(0, len(self.long_starts))])
         s = min(s, len(self.ids) - T - 1)
         return self.ids[s:s + T + 1][None].astype(np.int64)
+
+
+class Episodes:
+    """Pass-key episodes of one .u16 file, sorted by length: per episode its [start, end), the
+    offset of its assistant turn (after the last assistant opener) and the span of its answer
+    (the response content: the key), all relative to the start."""
+
+    def __init__(self, data_dir, part, markers):
+        self.ids = np.fromfile(os.path.join(data_dir, f"{part}.u16"), dtype="<u2")
+        starts = np.fromfile(os.path.join(data_dir, f"{part}_starts.u32"), dtype="<u4").astype(np.int64)
+        ends = np.concatenate([starts[1:], [len(self.ids)]])
+        opener = np.array(markers["assistant_open"], dtype=np.int64)
+        close, sep = markers["close"], markers["sep"]
+        spans = []
+        for s0, e0 in zip(starts, ends):
+            ep = self.ids[s0:e0].astype(np.int64)
+            hits = [i for i in np.flatnonzero(ep == opener[0])
+                    if np.array_equal(ep[i:i + len(opener)], opener)]
+            if not hits:
+                continue
+            a = hits[-1] + len(opener)
+            closes = np.flatnonzero(ep[a:] == close) + a
+            if len(closes) < 2:
+                continue
+            k1 = int(closes[-2])                  # the response channel's <|close|>
+            k0 = int(np.flatnonzero(ep[:k1] == sep)[-1]) + 1
+            spans.append((int(s0), int(e0), int(a), k0, k1))
+        spans.sort(key=lambda t: (t[1] - t[0], t[0]))
+        self.spans = spans
+        self.lens = np.array([e - s for s, e, *_ in spans])
+
+
+def retrieval_window(eps, train_ids, rs, T):
+    """One row of T+1 tokens: random whole episodes while one fits, then ordinary text; and a
+    mask per token: 2 on the answer's key tokens, 1 on the rest of the assistant turns, 0
+    elsewhere."""
+    row, mask = [], []
+    room = T + 1
+    while room >= 64:
+        n_fit = int(np.searchsorted(eps.lens, room, side="right"))
+        if n_fit == 0:
+            break
+        s0, e0, a, k0, k1 = eps.spans[rs.randint(0, n_fit)]
+        row.append(eps.ids[s0:e0])
+        m = np.zeros(e0 - s0, dtype=np.float32)
+        m[a:] = 1.0
+        m[k0:k1] = 2.0
+        mask.append(m)
+        room -= e0 - s0
+    if room > 0:
+        s = rs.randint(0, len(train_ids) - room - 1)
+        row.append(train_ids[s:s + room])
+        mask.append(np.zeros(room, dtype=np.float32))
+    return np.concatenate(row).astype(np.int64), np.concatenate(mask)
+
+
+def retrieval_accuracy(m, eps, max_len, n):
+    """Teacher-forced retrieval on held-out episodes no longer than max_len: the fraction whose
+    key tokens are all the argmax."""
+    fit = [i for i in range(len(eps.spans)) if eps.lens[i] <= max_len]
+    idx = sorted({fit[int(j)] for j in np.linspace(0, len(fit) - 1, min(n, len(fit)))}) if fit else []
+    ok = 0
+    m.eval()
+    with torch.no_grad():
+        for i in idx:
+            s0, e0, _, k0, k1 = eps.spans[i]
+            x = torch.from_numpy(eps.ids[s0:s0 + k1].astype(np.int64))[None]
+            pred = m(x[:, :-1])[0, k0 - 1:k1 - 1].argmax(-1)
+            ok += bool(torch.equal(pred, x[0, k0:k1]))
+    m.train()
+    return ok / max(1, len(idx)), len(idx)
 
 
 def heldout_windows(data_dir, T, n):
@@ -129,6 +209,15 @@ def main():
     ap.add_argument("--bias-rate", type=float, default=1e-3)
     ap.add_argument("--eval-every", type=int, default=100)
     ap.add_argument("--ckpt-every", type=int, default=50)
+    ap.add_argument("--init-gguf", help="start from this exported model (the retrieval stage) instead of a fresh init")
+    ap.add_argument("--retrieval-every", type=int, default=0,
+                    help="every N-th step is a batch of packed pass-key episodes (0 = never)")
+    ap.add_argument("--retrieval-shapes", default="4x1024,1x4096,1x8192",
+                    help="rows x tokens of the retrieval batches, used in turn")
+    ap.add_argument("--answer-weight", type=float, default=5.0,
+                    help="loss weight of the assistant turns of retrieval episodes")
+    ap.add_argument("--key-weight", type=float, default=50.0,
+                    help="loss weight of the key tokens of their answers")
     ap.add_argument("--max-minutes", type=float, default=0, help="stop (after a checkpoint) once this much wall time has passed; 0 = no limit")
     a = ap.parse_args()
 
@@ -140,6 +229,14 @@ def main():
     m.kda_mode, m.kda_chunk = "chunked", 16
     gen = torch.Generator().manual_seed(a.seed)
     init_weights(m, gen)
+    if a.init_gguf:
+        src = k3_gguf.load_gguf(a.init_gguf, dtype=torch.float32)
+        with torch.no_grad():
+            for name in m.names():
+                m.w(name).copy_(src.w(name))
+            for il in range(cfg.n_dense, cfg.n_layer):
+                m.bias(il).copy_(src.bias(il))
+        print(f"initialised from {a.init_gguf}", flush=True)
     decay = [p for n, p in m.p.items() if p.dim() >= 2 and "token_embd" not in n]
     no_decay = [p for n, p in m.p.items() if not (p.dim() >= 2 and "token_embd" not in n)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
@@ -159,17 +256,38 @@ def main():
     n_params = sum(p.numel() for p in m.p.values())
     print(f"k3-tiny: {n_params / 1e6:.2f} M parameters; {a.steps} steps", flush=True)
     held = heldout_windows(a.data, a.ctx, 32)
+    shapes = [tuple(int(v) for v in sh.split("x")) for sh in a.retrieval_shapes.split(",")]
+    if a.retrieval_every:
+        markers = json.load(open(os.path.join(a.data, "tokens.json")))
+        r_train = Episodes(a.data, "retrieval", markers)
+        r_held = Episodes(a.data, "retrieval_heldout", markers)
+        print(f"retrieval: {len(r_train.spans)} episodes, {len(r_held.spans)} held out", flush=True)
     log = open(os.path.join(a.out, "log.jsonl"), "a")
     evlog = open(os.path.join(a.out, "eval.jsonl"), "a")
     t_start = time.time()
     while step < a.steps:
         t0 = time.time()
-        is_long = a.long_every > 0 and step % a.long_every == a.long_every - 1
-        w = torch.from_numpy(batches.long(a.long_ctx) if is_long else batches.short(a.batch, a.ctx))
+        is_retrieval = a.retrieval_every > 0 and step % a.retrieval_every == a.retrieval_every - 1
+        is_long = not is_retrieval and a.long_every > 0 and step % a.long_every == a.long_every - 1
+        weight = None
+        if is_retrieval:
+            rows, T = shapes[(step // a.retrieval_every) % len(shapes)]
+            pairs = [retrieval_window(r_train, batches.ids, batches.rs, T) for _ in range(rows)]
+            w = torch.from_numpy(np.stack([p[0] for p in pairs]))
+            mask = torch.from_numpy(np.stack([p[1] for p in pairs]))[:, 1:]
+            weight = torch.ones_like(mask)
+            weight[mask == 1] = a.answer_weight
+            weight[mask == 2] = a.key_weight
+        else:
+            w = torch.from_numpy(batches.long(a.long_ctx) if is_long else batches.short(a.batch, a.ctx))
         for g in opt.param_groups:
             g["lr"] = lr_at(step, a)
         logits = m(w[:, :-1], collect_routing=True)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), w[:, 1:].reshape(-1))
+        if weight is None:
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), w[:, 1:].reshape(-1))
+        else:
+            ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), w[:, 1:].reshape(-1), reduction="none")
+            loss = (ce * weight.reshape(-1)).sum() / weight.sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         gnorm = torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0).item()
@@ -183,16 +301,24 @@ def main():
         ntok = w[:, 1:].numel()
         rec = {"step": step, "loss": round(loss.item(), 5), "lr": lr_at(step - 1, a), "gnorm": round(gnorm, 4),
                "tokens": ntok, "sec": round(dt, 3), "tok_s": round(ntok / dt, 1), "long": is_long}
+        if is_retrieval:
+            rec["retrieval"] = True
         log.write(json.dumps(rec) + "\n")
         log.flush()
         if step % 10 == 0 or step == 1:
             print(f"step {step:5d} loss {loss.item():.4f} lr {rec['lr']:.2e} {rec['tok_s']:.0f} tok/s"
-                  f"{' long' if is_long else ''}", flush=True)
+                  f"{' long' if is_long else ''}{' retrieval' if is_retrieval else ''}", flush=True)
         if step % a.eval_every == 0 or step == a.steps:
             ev = evaluate(m, held)
-            evlog.write(json.dumps({"step": step, "heldout_loss": round(ev, 5), "ppl": round(math.exp(ev), 3)}) + "\n")
+            rec = {"step": step, "heldout_loss": round(ev, 5), "ppl": round(math.exp(ev), 3)}
+            msg = f"  held-out loss {ev:.4f} ppl {math.exp(ev):.2f}"
+            if a.retrieval_every:
+                acc, n = retrieval_accuracy(m, r_held, 2048, 24)
+                rec["retrieval"] = round(acc, 4)
+                msg += f"; held-out retrieval (<= 2048 tokens) {acc * 100:.0f} % of {n}"
+            evlog.write(json.dumps(rec) + "\n")
             evlog.flush()
-            print(f"  held-out loss {ev:.4f} ppl {math.exp(ev):.2f}", flush=True)
+            print(msg, flush=True)
         stop = a.max_minutes > 0 and (time.time() - t_start) / 60 >= a.max_minutes
         if step % a.ckpt_every == 0 or step == a.steps or stop:
             save_ckpt(ck, m, opt, step, batches, gen, a)
