@@ -30,10 +30,16 @@ echo
 echo "| file type | size | mean KLD vs F16 | same top-1 | PPL |"
 echo "|---|---|---|---|---|"
 for t in Q8_0 Q6_K Q4_K_M Q3_K_S Q2_K IQ2_XXS IQ1_M; do
-  for im in no yes; do
-    if [ $im = yes ]; then flags=(--imatrix "$tmp/imatrix.gguf"); label="$t + imatrix";
-    else case $t in IQ*) flags=(--uniform-imatrix) ;; *) flags=() ;; esac; label="$t"; fi
-    "$K3" quantize -q "${flags[@]}" "$M" "$tmp/q.gguf" "$t" >/dev/null 2>&1
+  # no imatrix (IQ types: importance 1 everywhere), the imatrix with llama-quantize's rule for
+  # the tensors it lacks (token_embd: the unweighted quantizer), and the imatrix completed with
+  # importance 1 (--uniform-missing), which isolates what the calibration itself changes
+  for im in no yes filled; do
+    case $im in
+      yes) flags=(--imatrix "$tmp/imatrix.gguf"); label="$t + imatrix" ;;
+      filled) flags=(--imatrix "$tmp/imatrix.gguf" --uniform-missing); label="$t + imatrix, uniform where missing" ;;
+      *) case $t in IQ*) flags=(--uniform-imatrix) ;; *) flags=() ;; esac; label="$t" ;;
+    esac
+    "$K3" quantize "$M" "$tmp/q.gguf" "$t" -q "${flags[@]}" >/dev/null 2>&1
     score "$tmp/q.gguf" "$label" "$(du -k "$tmp/q.gguf" | cut -f1) KiB"
   done
 done

@@ -76,6 +76,11 @@ int cmd_quantize(int argc, char** argv) {
                "no calibration: importance 1 for every column, so IQ types can be made without an imatrix "
                "(worse quality; for A/B comparisons)")
       ->excludes(im_opt);
+  app.add_flag("--uniform-missing", o.uniform_missing,
+               "with --imatrix: tensors it has no entry for (token_embd.weight, which no matmul reads) get "
+               "importance 1 instead of the unweighted quantizer llama-quantize uses (better at 2 bits; not "
+               "byte-identical to llama-quantize for those tensors)")
+      ->needs(im_opt);
   app.add_option("--tensor-type", o.tensor_types, "REGEX=TYPE override, repeatable, first match wins");
   app.add_flag("--pure", o.pure, "no mixture rules: the file type's default type everywhere");
   app.add_option("--output-tensor-type", out_type, "type of output.weight");
@@ -108,9 +113,7 @@ int cmd_quantize(int argc, char** argv) {
 
   if (show_plan) {
     auto in = gguf::GgufFile::open(o.input);
-    std::unique_ptr<tools::Imatrix> im;
-    if (!o.imatrix.empty()) im = std::make_unique<tools::Imatrix>(tools::load_imatrix(o.imatrix));
-    if (o.uniform_imatrix) im = std::make_unique<tools::Imatrix>(tools::uniform_imatrix(*in));
+    std::unique_ptr<tools::Imatrix> im = tools::importance_for(o, *in);
     tools::QuantizePlan p = tools::plan_quantize(*in, o, im.get());
     for (const tools::TensorPlan& t : p.tensors)
       fmt::print("{:<40} {:<22} {:>8} -> {:<8} {}{}\n", t.name, fmt::format("[{}]", fmt::join(t.ne, ", ")),

@@ -15,7 +15,7 @@ size_t Scratch::bytes() const {
   size_t b = held(groups);
   for (const SeqGroup& g : groups) b += held(g.idx);
   b += held(hidden) + held(mixed) + held(normed) + held(sublayer) + held(bank) + held(ffn_hidden) +
-             held(bank_rows) + held(row_bank) + held(logit_rows);
+       held(bank_rows) + held(row_bank) + held(logit_rows);
   b += held(moe.prob) + held(moe.latent) + held(moe.shared_hidden) + held(moe.shared_out) +
        held(moe.routed_sum) + held(moe.biased) + held(moe.weights) + held(moe.acc) + held(moe.selected) +
        held(moe.order) + held(moe.active) + held(moe.start) + held(moe.pairs) + held(moe.jobs);

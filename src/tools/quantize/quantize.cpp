@@ -137,6 +137,19 @@ Imatrix uniform_imatrix(const gguf::GgufFile& in) {
   return im;
 }
 
+std::unique_ptr<Imatrix> importance_for(const QuantizeOptions& opt, const gguf::GgufFile& in) {
+  if (opt.uniform_imatrix && !opt.imatrix.empty())
+    fail("quantize: --imatrix and --uniform-imatrix exclude each other");
+  if (opt.uniform_missing && opt.imatrix.empty())
+    fail("quantize: --uniform-missing completes an --imatrix FILE");
+  if (opt.uniform_imatrix) return std::make_unique<Imatrix>(uniform_imatrix(in));
+  if (opt.imatrix.empty()) return nullptr;
+  auto im = std::make_unique<Imatrix>(load_imatrix(opt.imatrix));
+  if (opt.uniform_missing)
+    for (auto& [name, e] : uniform_imatrix(in).entries) im->entries.try_emplace(name, std::move(e));
+  return im;
+}
+
 void convert_tensor(const gguf::TensorInfo& src, Type to, const float* imatrix, uint8_t* dst,
                     ThreadPool& pool) {
   const int64_t ne0 = src.dim(0), ne1 = src.dim(1);
@@ -185,11 +198,7 @@ void convert_tensor(const gguf::TensorInfo& src, Type to, const float* imatrix, 
 QuantizeResult quantize_model(const QuantizeOptions& opt) {
   if (opt.input.empty() || opt.output.empty()) fail("quantize: input and output paths are required");
   auto in = gguf::GgufFile::open(opt.input);
-  if (opt.uniform_imatrix && !opt.imatrix.empty())
-    fail("quantize: --imatrix and --uniform-imatrix exclude each other");
-  std::unique_ptr<Imatrix> im;
-  if (!opt.imatrix.empty()) im = std::make_unique<Imatrix>(load_imatrix(opt.imatrix));
-  if (opt.uniform_imatrix) im = std::make_unique<Imatrix>(uniform_imatrix(*in));
+  std::unique_ptr<Imatrix> im = importance_for(opt, *in);
 
   QuantizeResult res;
   res.plan = plan_quantize(*in, opt, im.get());

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -41,6 +42,11 @@ struct QuantizeOptions {
   // which refuse to run without an imatrix, can be made — e.g. as the "no imatrix" side of
   // an A/B comparison). Excludes `imatrix`; no quantize.imatrix.* keys are written.
   bool uniform_imatrix = false;
+  // With `imatrix`: tensors it has no entry for (token_embd.weight, which no matmul reads, and
+  // any tensor the calibration never reached) get importance 1 — the weighted quantizer with
+  // equal weights — instead of the unweighted reference quantizer that llama-quantize uses for
+  // them. Not byte-identical to llama-quantize for those tensors (docs/quantize.md).
+  bool uniform_missing = false;
   std::vector<std::string> tensor_types;  // "REGEX=TYPE", first match wins
   bool pure = false;
   std::optional<quant::Type> output_tensor_type, token_embedding_type;
@@ -78,6 +84,10 @@ QuantizePlan plan_quantize(const gguf::GgufFile& in, const QuantizeOptions& opt,
 // The imatrix of QuantizeOptions::uniform_imatrix for `in`: for every tensor of two or more
 // dimensions, ne[0]·ne[2] values of 1.
 Imatrix uniform_imatrix(const gguf::GgufFile& in);
+
+// The importance matrix the options ask for: the --imatrix file, the uniform one, or the file
+// completed with uniform entries (uniform_missing); null when none.
+std::unique_ptr<Imatrix> importance_for(const QuantizeOptions& opt, const gguf::GgufFile& in);
 
 struct QuantizeResult {
   QuantizePlan plan;

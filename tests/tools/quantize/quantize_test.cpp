@@ -154,6 +154,59 @@ TEST(Quantize, F32GoldenModelsToIqTypesWithUniformImatrix) {
   EXPECT_FALSE(std::filesystem::exists(both.output));
 }
 
+// --uniform-missing completes the imatrix: a tensor it covers is quantized exactly as with the
+// imatrix alone, one it lacks (token_embd.weight, which no matmul reads) exactly as with the
+// uniform importance; and the option needs an --imatrix.
+TEST(Quantize, UniformMissingFillsOnlyWhatTheImatrixLacks) {
+  ScratchDir dir;
+  auto make = [&](const char* name, bool imatrix, bool uniform, bool missing) {
+    QuantizeOptions o;
+    o.input = golden("small-q8_0.gguf");
+    o.output = dir.file(name);
+    o.type = "Q2_K";
+    if (imatrix) o.imatrix = golden("small-imatrix.gguf");
+    o.uniform_imatrix = uniform;
+    o.uniform_missing = missing;
+    o.allow_requantize = true;
+    o.threads = 2;
+    quantize_model(o);
+    return k3::gguf::GgufFile::open(o.output);
+  };
+  auto plain = make("plain.gguf", true, false, false);
+  auto filled = make("filled.gguf", true, false, true);
+  auto flat = make("flat.gguf", false, true, false);
+  const Imatrix im = load_imatrix(golden("small-imatrix.gguf"));
+  auto same = [](const k3::gguf::GgufFile& a, const k3::gguf::GgufFile& b, const std::string& name) {
+    const auto* ta = a.tensor(name);
+    const auto* tb = b.tensor(name);
+    return ta && tb && ta->type == tb->type && ta->nbytes == tb->nbytes &&
+           std::equal(ta->data, ta->data + ta->nbytes, tb->data);
+  };
+  int covered = 0, filled_in = 0;
+  for (const auto& t : filled->tensors()) {
+    if (t.ne.size() < 2 || t.dim(1) <= 1) continue;
+    SCOPED_TRACE(t.name);
+    if (im.find(t.name)) {
+      EXPECT_TRUE(same(*filled, *plain, t.name));
+      ++covered;
+    } else {
+      EXPECT_TRUE(same(*filled, *flat, t.name));
+      ++filled_in;
+    }
+  }
+  EXPECT_GT(covered, 50);
+  EXPECT_GE(filled_in, 1);                                   // token_embd.weight at least
+  EXPECT_FALSE(same(*filled, *plain, "token_embd.weight"));  // the option changes it
+
+  QuantizeOptions alone;
+  alone.input = golden("small-q8_0.gguf");
+  alone.output = dir.file("alone.gguf");
+  alone.type = "Q2_K";
+  alone.uniform_missing = true;
+  EXPECT_THROW(quantize_model(alone), k3::Error);
+  EXPECT_FALSE(std::filesystem::exists(alone.output));
+}
+
 TEST(Quantize, SmallQ8ToEveryFileTypeWithImatrix) {
   ScratchDir dir;
   Imatrix im = load_imatrix(golden("small-imatrix.gguf"));
