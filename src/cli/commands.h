@@ -34,5 +34,6 @@ int cmd_convert(int argc, char** argv);
 int cmd_imatrix(int argc, char** argv);
 int cmd_reap(int argc, char** argv);
 int cmd_niah(int argc, char** argv);
+int cmd_plan(int argc, char** argv);
 
 }  // namespace k3::cli

@@ -23,6 +23,7 @@ const Command* commands() {
       {"chat", "talk to a model in the terminal (chat template, streamed answers, /save, /load)", cmd_chat},
       {"chat-render", "print the exact prompt a conversation renders to", cmd_chat_render},
       {"bench", "measure prompt and generation throughput against the memory roofline", cmd_bench},
+      {"plan", "predict memory per rank and prefill/decode speed on N hosts (cost model)", cmd_plan},
       {"serve", "OpenAI-compatible chat server (chat, completions, tool calls, SSE)", cmd_serve},
       {"perplexity", "perplexity of a text, and KL divergence against a base model", cmd_perplexity},
       {"niah", "needle in a haystack: pass-key retrieval grid over lengths and depths", cmd_niah},

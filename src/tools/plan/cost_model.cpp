@@ -1,0 +1,229 @@
+// tools/plan/cost_model: see cost_model.h.
+#include "tools/plan/cost_model.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core/error.h"
+#include "gguf/file.h"
+#include "model/hparams.h"
+
+namespace k3::tools {
+namespace {
+
+constexpr uint64_t kOverhead = 96ull << 20;  // code, heap, threads (as the memory plan)
+
+bool is_expert(const std::string& name) { return name.find("_exps.") != std::string::npos; }
+
+int layer_of(const std::string& name) {
+  if (name.rfind("blk.", 0) != 0) return -1;
+  return std::atoi(name.c_str() + 4);
+}
+
+double log2_steps(int n) { return n > 1 ? std::ceil(std::log2(static_cast<double>(n))) : 0.0; }
+
+// The collectives of one token through the model under the docs/distributed.md layout: an
+// all-gather of each projection group's rows, with the width (floats) each one gathers.
+std::vector<uint64_t> collective_widths(const model::HParams& hp) {
+  std::vector<uint64_t> w;
+  const uint64_t E = hp.n_embd, Di = hp.kda_inner(), H = hp.n_head, L = hp.expert_in();
+  for (uint32_t il = 0; il < hp.n_layer; ++il) {
+    if (hp.is_kda(il)) {
+      w.push_back(4 * Di + 2 * H + hp.kda_head_dim);  // q, k, v, gate, beta, decay inputs
+      w.push_back(E);                                 // output projection
+    } else {
+      w.push_back(hp.q_lora_rank + hp.n_embd_head_k);                // q_a, kv_a
+      w.push_back(static_cast<uint64_t>(H) * (hp.n_embd_head_k_mla + hp.kv_lora_rank));  // q_b, k_b
+      w.push_back(E);                                                // output projection
+    }
+    if (hp.is_dense(il)) {
+      w.push_back(hp.n_ff);  // gate/up
+      w.push_back(E);        // down
+    } else {
+      w.push_back(hp.n_expert + L + 2ull * hp.n_ff_shexp());  // router, routed input, shared gate/up
+      w.push_back(static_cast<uint64_t>(hp.n_expert_used) * L);  // the chosen experts' outputs
+      w.push_back(2 * E);                                     // routed up, shared down
+    }
+  }
+  return w;
+}
+
+// `tokens` rows through every layer's collectives, then the head's logits of the one row that
+// is sampled (prefill samples the last position only) gathered on rank 0.
+void add_network(PhaseCost& c, const std::vector<uint64_t>& widths, uint64_t head, int n, int64_t tokens,
+                 const HostSpec& h) {
+  if (n <= 1) return;
+  uint64_t bytes = head * 4 * static_cast<uint64_t>(n - 1) / n;
+  for (uint64_t w : widths) bytes += w * 4 * static_cast<uint64_t>(tokens) * static_cast<uint64_t>(n - 1) / n;
+  c.messages = widths.size() + 1;
+  c.net_bytes = bytes;
+  c.t_net_latency = static_cast<double>(c.messages) * h.net_latency_s * log2_steps(n);
+  c.t_net_bandwidth = h.net_bw > 0 ? static_cast<double>(bytes) / h.net_bw : 0.0;
+  c.t_network = c.t_net_latency + c.t_net_bandwidth;
+}
+
+}  // namespace
+
+double PhaseCost::seconds() const { return std::max(t_memory, t_compute) + t_disk + t_network; }
+
+std::string PhaseCost::bound() const {
+  const double m = std::max(t_memory, t_compute);
+  if (m >= t_disk && m >= t_network) return t_memory >= t_compute ? "memory" : "compute";
+  if (t_disk >= t_network) return "disk";
+  return t_net_latency >= t_net_bandwidth ? "network latency" : "network bandwidth";
+}
+
+Prediction predict(const gguf::GgufFile& f, const PlanOptions& o) {
+  const model::HParams hp = model::load_hparams(f);
+  const HostSpec& h = o.host;
+  const int n = std::max(1, o.hosts);
+  if (h.mem_bw <= 0 || h.gops <= 0 || h.decode_efficiency <= 0)
+    fail("plan: the host needs a memory bandwidth, an int8 rate and a decode efficiency");
+  Prediction p;
+  p.hosts = n;
+  p.ubatch = o.ubatch;
+
+  // The file's facts: trunk and expert bytes, per token and in all.
+  uint64_t embd_bytes = 0, embd_row = 0, trunk_params = 0;
+  std::map<int, uint64_t> expert_layer_bytes, expert_layer_params;
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    if (is_expert(t.name)) {
+      expert_layer_bytes[layer_of(t.name)] += t.nbytes;
+      expert_layer_params[layer_of(t.name)] += static_cast<uint64_t>(t.n_elements());
+      p.expert_bytes_total += t.nbytes;
+      continue;
+    }
+    p.trunk_bytes += t.nbytes;
+    if (t.name == "token_embd.weight") {
+      embd_bytes = t.nbytes;
+      embd_row = t.nbytes / static_cast<uint64_t>(std::max<int64_t>(1, t.dim(1)));
+    } else {
+      trunk_params += static_cast<uint64_t>(t.n_elements());
+    }
+  }
+  const uint64_t X = std::max<uint32_t>(1, hp.n_expert), k = hp.n_expert_used;
+  uint64_t expert_params_per_token = 0;
+  for (auto& [il, b] : expert_layer_bytes) {
+    p.expert_bytes_per_token += b / X * k;
+    expert_params_per_token += expert_layer_params[il] / X * k;
+  }
+  p.trunk_bytes_per_token = p.trunk_bytes - embd_bytes + embd_row;
+  p.active_params_per_token = trunk_params + expert_params_per_token;
+
+  // Memory per rank.
+  RankMemory& r = p.rank;
+  r.trunk = (p.trunk_bytes - embd_bytes) / n + embd_bytes;
+  r.experts = static_cast<uint64_t>(static_cast<double>(p.expert_bytes_total) *
+                                    std::ceil(static_cast<double>(X) / n) / static_cast<double>(X));
+  const uint64_t cache_elt = o.cache_f16 ? 2 : 4;
+  const uint64_t mla_cache = static_cast<uint64_t>(hp.n_mla_layers()) * hp.n_embd_head_k * cache_elt *
+                             static_cast<uint64_t>(std::max<int64_t>(1, o.n_ctx));
+  const uint64_t kda_state = static_cast<uint64_t>(hp.n_kda_layers()) * hp.n_head * hp.kda_head_dim *
+                             hp.kda_head_dim * 4 / n;
+  r.state = mla_cache + kda_state;
+  r.work = static_cast<uint64_t>(std::max<int64_t>(1, o.ubatch)) * (16ull * hp.n_embd + hp.n_vocab) * 4;
+  r.overhead = kOverhead;
+  const uint64_t fixed = r.trunk + r.state + r.work + r.overhead;
+  if (h.ram && fixed > h.ram) {
+    p.fits = false;
+    p.refusal = fmt::format("a rank needs {:.1f} GiB before any expert (trunk share, state, buffers) but has "
+                            "{:.1f} GiB",
+                            fixed / 1073741824.0, h.ram / 1073741824.0);
+  }
+  r.expert_cache = h.ram ? std::min(r.experts, h.ram > fixed ? h.ram - fixed : 0) : r.experts;
+  r.resident_fraction = r.experts ? static_cast<double>(r.expert_cache) / static_cast<double>(r.experts) : 1.0;
+  if (r.resident_fraction < 1.0 && h.disk_bw <= 0 && p.fits) {
+    p.fits = false;
+    p.refusal = "the experts do not fit in RAM and no disk bandwidth was given to stream them";
+  }
+  const double miss = 1.0 - r.resident_fraction;
+  const std::vector<uint64_t> widths = collective_widths(hp);
+
+  // Decode, one token at depth o.depth.
+  {
+    PhaseCost& c = p.decode;
+    const uint64_t experts = p.expert_bytes_per_token / n;
+    const uint64_t cache_read = static_cast<uint64_t>(hp.n_mla_layers()) * hp.n_embd_head_k * cache_elt *
+                                static_cast<uint64_t>(std::max<int64_t>(0, o.depth));
+    c.disk_bytes = static_cast<uint64_t>(miss * static_cast<double>(experts));
+    c.mem_bytes = p.trunk_bytes_per_token / n + experts - c.disk_bytes + cache_read + 2 * kda_state;
+    c.t_memory = static_cast<double>(c.mem_bytes) / (h.mem_bw * h.decode_efficiency);
+    c.t_compute = 2.0 * static_cast<double>(p.active_params_per_token) / n / h.gops;
+    c.t_disk = h.disk_bw > 0 ? static_cast<double>(c.disk_bytes) / h.disk_bw : 0.0;
+    add_network(c, widths, hp.n_vocab, n, 1, h);
+  }
+  // Prefill, one micro-batch of o.ubatch tokens: each active expert read once.
+  {
+    PhaseCost& c = p.prefill;
+    const double U = static_cast<double>(std::max<int64_t>(1, o.ubatch));
+    const double active = 1.0 - std::pow(1.0 - static_cast<double>(k) / static_cast<double>(X), U);
+    const uint64_t experts = static_cast<uint64_t>(active * static_cast<double>(p.expert_bytes_total) / n);
+    c.disk_bytes = static_cast<uint64_t>(miss * static_cast<double>(experts));
+    c.mem_bytes = p.trunk_bytes_per_token / n + experts - c.disk_bytes;
+    c.t_memory = static_cast<double>(c.mem_bytes) / (h.mem_bw * h.decode_efficiency);
+    c.t_compute = 2.0 * static_cast<double>(p.active_params_per_token) * U / n / h.gops;
+    c.t_disk = h.disk_bw > 0 ? static_cast<double>(c.disk_bytes) / h.disk_bw : 0.0;
+    add_network(c, widths, hp.n_vocab, n, o.ubatch, h);
+  }
+  return p;
+}
+
+std::string prediction_table(const Prediction& p) {
+  auto gib = [](uint64_t b) { return fmt::format("{:.2f} GiB", b / 1073741824.0); };
+  auto ms = [](double s) { return fmt::format("{:.3f} ms", s * 1e3); };
+  std::string o;
+  o += fmt::format("hosts {}: per rank trunk {} + experts {} of {} in RAM ({:.0f} %) + state {} + buffers {} + "
+                   "overhead {} = {}\n",
+                   p.hosts, gib(p.rank.trunk), gib(p.rank.expert_cache), gib(p.rank.experts),
+                   100 * p.rank.resident_fraction, gib(p.rank.state), gib(p.rank.work), gib(p.rank.overhead),
+                   gib(p.rank.total()));
+  if (!p.fits) return o + fmt::format("does not fit: {}\n", p.refusal);
+  auto phase = [&](const char* name, const PhaseCost& c, int64_t tokens) {
+    o += fmt::format(
+        "{:<8} {:>9.2f} tok/s  bound: {:<17} memory {} ({} per rank) | compute {} | disk {} ({}) | network {} "
+        "({} collectives, {} KiB)\n",
+        name, c.tokens_per_s(tokens), c.bound(), ms(c.t_memory), gib(c.mem_bytes), ms(c.t_compute), ms(c.t_disk),
+        gib(c.disk_bytes), ms(c.t_network), c.messages, c.net_bytes / 1024);
+  };
+  phase("decode", p.decode, 1);
+  phase(fmt::format("pp{}", p.ubatch).c_str(), p.prefill, p.ubatch);
+  return o;
+}
+
+std::string prediction_json(const Prediction& p) {
+  auto phase = [](const PhaseCost& c, int64_t tokens) {
+    return nlohmann::json{{"tokens_per_s", c.tokens_per_s(tokens)}, {"bound", c.bound()},
+                          {"t_memory_s", c.t_memory}, {"t_compute_s", c.t_compute}, {"t_disk_s", c.t_disk},
+                          {"t_network_s", c.t_network}, {"t_network_latency_s", c.t_net_latency},
+                          {"mem_bytes", c.mem_bytes}, {"disk_bytes", c.disk_bytes}, {"net_bytes", c.net_bytes},
+                          {"collectives", c.messages}};
+  };
+  nlohmann::json j{{"hosts", p.hosts},
+                   {"fits", p.fits},
+                   {"refusal", p.refusal},
+                   {"rank",
+                    {{"trunk", p.rank.trunk},
+                     {"experts", p.rank.experts},
+                     {"expert_cache", p.rank.expert_cache},
+                     {"resident_fraction", p.rank.resident_fraction},
+                     {"state", p.rank.state},
+                     {"work", p.rank.work},
+                     {"overhead", p.rank.overhead},
+                     {"total", p.rank.total()}}},
+                   {"model",
+                    {{"trunk_bytes", p.trunk_bytes},
+                     {"expert_bytes", p.expert_bytes_total},
+                     {"trunk_bytes_per_token", p.trunk_bytes_per_token},
+                     {"expert_bytes_per_token", p.expert_bytes_per_token},
+                     {"active_params_per_token", p.active_params_per_token}}},
+                   {"decode", phase(p.decode, 1)},
+                   {"prefill", phase(p.prefill, p.ubatch)},
+                   {"ubatch", p.ubatch}};
+  return j.dump(1);
+}
+
+}  // namespace k3::tools
