@@ -62,7 +62,8 @@ int cmd_plan(int argc, char** argv) {
   int threads = 0;
   int64_t n_ctx = 4096, depth = 0, ubatch = 512;
   bool f32_cache = false, json = false;
-  app.add_option("-m,--model", model, "GGUF model (a `k3 synth --sparse` file of the full shape works)")->required();
+  app.add_option("-m,--model", model, "GGUF model (a `k3 synth --sparse` file of the full shape works)")
+      ->required();
   app.add_option("--hosts", hosts_s, "host counts, comma separated (one row each)")->capture_default_str();
   app.add_option("--ram", ram_s, "RAM a rank may use, e.g. 125G (default: this machine's)");
   app.add_option("--mem-bw", mem_bw, "memory read bandwidth per host, GB/s (default: measured here)");
@@ -107,10 +108,11 @@ int cmd_plan(int argc, char** argv) {
   o.ubatch = ubatch;
   o.cache_f16 = !f32_cache;
   if (!json)
-    fmt::print("k3 plan: {} | host: RAM {:.1f} GiB, {:.1f} GB/s memory ({:.0f} % in decode), {:.1f} GB/s disk, "
-               "{:.0f} Gbit/s and {:.0f} us network, {:.0f} GOP/s int8 | ctx {} depth {} ub {}\n",
-               model, o.host.ram / 1073741824.0, o.host.mem_bw / 1e9, eff * 100, disk_bw, net_gbit, net_lat_us,
-               o.host.gops / 1e9, n_ctx, depth, ubatch);
+    fmt::print(
+        "k3 plan: {} | host: RAM {:.1f} GiB, {:.1f} GB/s memory ({:.0f} % in decode), {:.1f} GB/s disk, "
+        "{:.0f} Gbit/s and {:.0f} us network, {:.0f} GOP/s int8 | ctx {} depth {} ub {}\n",
+        model, o.host.ram / 1073741824.0, o.host.mem_bw / 1e9, eff * 100, disk_bw, net_gbit, net_lat_us,
+        o.host.gops / 1e9, n_ctx, depth, ubatch);
   std::string out = json ? "[" : "";
   bool first = true;
   for (int n : parse_hosts(hosts_s)) {

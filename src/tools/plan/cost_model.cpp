@@ -36,17 +36,17 @@ std::vector<uint64_t> collective_widths(const model::HParams& hp) {
       w.push_back(4 * Di + 2 * H + hp.kda_head_dim);  // q, k, v, gate, beta, decay inputs
       w.push_back(E);                                 // output projection
     } else {
-      w.push_back(hp.q_lora_rank + hp.n_embd_head_k);                // q_a, kv_a
+      w.push_back(hp.q_lora_rank + hp.n_embd_head_k);                                    // q_a, kv_a
       w.push_back(static_cast<uint64_t>(H) * (hp.n_embd_head_k_mla + hp.kv_lora_rank));  // q_b, k_b
-      w.push_back(E);                                                // output projection
+      w.push_back(E);                                                                    // output projection
     }
     if (hp.is_dense(il)) {
       w.push_back(hp.n_ff);  // gate/up
       w.push_back(E);        // down
     } else {
-      w.push_back(hp.n_expert + L + 2ull * hp.n_ff_shexp());  // router, routed input, shared gate/up
+      w.push_back(hp.n_expert + L + 2ull * hp.n_ff_shexp());     // router, routed input, shared gate/up
       w.push_back(static_cast<uint64_t>(hp.n_expert_used) * L);  // the chosen experts' outputs
-      w.push_back(2 * E);                                     // routed up, shared down
+      w.push_back(2 * E);                                        // routed up, shared down
     }
   }
   return w;
@@ -122,20 +122,22 @@ Prediction predict(const gguf::GgufFile& f, const PlanOptions& o) {
   const uint64_t cache_elt = o.cache_f16 ? 2 : 4;
   const uint64_t mla_cache = static_cast<uint64_t>(hp.n_mla_layers()) * hp.n_embd_head_k * cache_elt *
                              static_cast<uint64_t>(std::max<int64_t>(1, o.n_ctx));
-  const uint64_t kda_state = static_cast<uint64_t>(hp.n_kda_layers()) * hp.n_head * hp.kda_head_dim *
-                             hp.kda_head_dim * 4 / n;
+  const uint64_t kda_state =
+      static_cast<uint64_t>(hp.n_kda_layers()) * hp.n_head * hp.kda_head_dim * hp.kda_head_dim * 4 / n;
   r.state = mla_cache + kda_state;
   r.work = static_cast<uint64_t>(std::max<int64_t>(1, o.ubatch)) * (16ull * hp.n_embd + hp.n_vocab) * 4;
   r.overhead = kOverhead;
   const uint64_t fixed = r.trunk + r.state + r.work + r.overhead;
   if (h.ram && fixed > h.ram) {
     p.fits = false;
-    p.refusal = fmt::format("a rank needs {:.1f} GiB before any expert (trunk share, state, buffers) but has "
-                            "{:.1f} GiB",
-                            fixed / 1073741824.0, h.ram / 1073741824.0);
+    p.refusal = fmt::format(
+        "a rank needs {:.1f} GiB before any expert (trunk share, state, buffers) but has "
+        "{:.1f} GiB",
+        fixed / 1073741824.0, h.ram / 1073741824.0);
   }
   r.expert_cache = h.ram ? std::min(r.experts, h.ram > fixed ? h.ram - fixed : 0) : r.experts;
-  r.resident_fraction = r.experts ? static_cast<double>(r.expert_cache) / static_cast<double>(r.experts) : 1.0;
+  r.resident_fraction =
+      r.experts ? static_cast<double>(r.expert_cache) / static_cast<double>(r.experts) : 1.0;
   if (r.resident_fraction < 1.0 && h.disk_bw <= 0 && p.fits) {
     p.fits = false;
     p.refusal = "the experts do not fit in RAM and no disk bandwidth was given to stream them";
@@ -176,18 +178,20 @@ std::string prediction_table(const Prediction& p) {
   auto gib = [](uint64_t b) { return fmt::format("{:.2f} GiB", b / 1073741824.0); };
   auto ms = [](double s) { return fmt::format("{:.3f} ms", s * 1e3); };
   std::string o;
-  o += fmt::format("hosts {}: per rank trunk {} + experts {} of {} in RAM ({:.0f} %) + state {} + buffers {} + "
-                   "overhead {} = {}\n",
-                   p.hosts, gib(p.rank.trunk), gib(p.rank.expert_cache), gib(p.rank.experts),
-                   100 * p.rank.resident_fraction, gib(p.rank.state), gib(p.rank.work), gib(p.rank.overhead),
-                   gib(p.rank.total()));
+  o += fmt::format(
+      "hosts {}: per rank trunk {} + experts {} of {} in RAM ({:.0f} %) + state {} + buffers {} + "
+      "overhead {} = {}\n",
+      p.hosts, gib(p.rank.trunk), gib(p.rank.expert_cache), gib(p.rank.experts),
+      100 * p.rank.resident_fraction, gib(p.rank.state), gib(p.rank.work), gib(p.rank.overhead),
+      gib(p.rank.total()));
   if (!p.fits) return o + fmt::format("does not fit: {}\n", p.refusal);
   auto phase = [&](const char* name, const PhaseCost& c, int64_t tokens) {
     o += fmt::format(
-        "{:<8} {:>9.2f} tok/s  bound: {:<17} memory {} ({} per rank) | compute {} | disk {} ({}) | network {} "
+        "{:<8} {:>9.2f} tok/s  bound: {:<17} memory {} ({} per rank) | compute {} | disk {} ({}) | network "
+        "{} "
         "({} collectives, {} KiB)\n",
-        name, c.tokens_per_s(tokens), c.bound(), ms(c.t_memory), gib(c.mem_bytes), ms(c.t_compute), ms(c.t_disk),
-        gib(c.disk_bytes), ms(c.t_network), c.messages, c.net_bytes / 1024);
+        name, c.tokens_per_s(tokens), c.bound(), ms(c.t_memory), gib(c.mem_bytes), ms(c.t_compute),
+        ms(c.t_disk), gib(c.disk_bytes), ms(c.t_network), c.messages, c.net_bytes / 1024);
   };
   phase("decode", p.decode, 1);
   phase(fmt::format("pp{}", p.ubatch).c_str(), p.prefill, p.ubatch);
@@ -196,10 +200,16 @@ std::string prediction_table(const Prediction& p) {
 
 std::string prediction_json(const Prediction& p) {
   auto phase = [](const PhaseCost& c, int64_t tokens) {
-    return nlohmann::json{{"tokens_per_s", c.tokens_per_s(tokens)}, {"bound", c.bound()},
-                          {"t_memory_s", c.t_memory}, {"t_compute_s", c.t_compute}, {"t_disk_s", c.t_disk},
-                          {"t_network_s", c.t_network}, {"t_network_latency_s", c.t_net_latency},
-                          {"mem_bytes", c.mem_bytes}, {"disk_bytes", c.disk_bytes}, {"net_bytes", c.net_bytes},
+    return nlohmann::json{{"tokens_per_s", c.tokens_per_s(tokens)},
+                          {"bound", c.bound()},
+                          {"t_memory_s", c.t_memory},
+                          {"t_compute_s", c.t_compute},
+                          {"t_disk_s", c.t_disk},
+                          {"t_network_s", c.t_network},
+                          {"t_network_latency_s", c.t_net_latency},
+                          {"mem_bytes", c.mem_bytes},
+                          {"disk_bytes", c.disk_bytes},
+                          {"net_bytes", c.net_bytes},
                           {"collectives", c.messages}};
   };
   nlohmann::json j{{"hosts", p.hosts},

@@ -23,12 +23,12 @@ class GgufFile;
 namespace k3::tools {
 
 struct HostSpec {
-  uint64_t ram = 0;             // bytes a rank may use
-  double mem_bw = 0;            // sustained read bandwidth, bytes/s
-  double disk_bw = 0;           // O_DIRECT read bandwidth, bytes/s (0: no disk, must fit)
-  double net_latency_s = 0;     // one small message, one way
-  double net_bw = 0;            // bytes/s per link
-  double gops = 0;              // int8 operations per second the cores sustain in prefill
+  uint64_t ram = 0;              // bytes a rank may use
+  double mem_bw = 0;             // sustained read bandwidth, bytes/s
+  double disk_bw = 0;            // O_DIRECT read bandwidth, bytes/s (0: no disk, must fit)
+  double net_latency_s = 0;      // one small message, one way
+  double net_bw = 0;             // bytes/s per link
+  double gops = 0;               // int8 operations per second the cores sustain in prefill
   double decode_efficiency = 0;  // achieved fraction of mem_bw in decode (measured: k3 bench)
 };
 
@@ -43,15 +43,16 @@ struct PlanOptions {
 
 struct RankMemory {
   uint64_t trunk = 0, experts = 0, state = 0, work = 0, overhead = 0;
-  uint64_t expert_cache = 0;   // expert bytes held in RAM (<= experts)
+  uint64_t expert_cache = 0;     // expert bytes held in RAM (<= experts)
   double resident_fraction = 0;  // of this rank's experts
   uint64_t total() const { return trunk + expert_cache + state + work + overhead; }
 };
 
 struct PhaseCost {
-  double t_memory = 0, t_compute = 0, t_disk = 0, t_network = 0;  // seconds per token (prefill: per micro-batch)
-  uint64_t mem_bytes = 0, disk_bytes = 0, net_bytes = 0;          // per rank, same unit
-  uint64_t messages = 0;                                          // collectives on the critical path
+  double t_memory = 0, t_compute = 0, t_disk = 0,
+         t_network = 0;                                   // seconds per token (prefill: per micro-batch)
+  uint64_t mem_bytes = 0, disk_bytes = 0, net_bytes = 0;  // per rank, same unit
+  uint64_t messages = 0;                                  // collectives on the critical path
   double seconds() const;
   double tokens_per_s(int64_t tokens) const { return seconds() > 0 ? tokens / seconds() : 0; }
   std::string bound() const;  // "memory" | "compute" | "disk" | "network latency" | "network bandwidth"
@@ -60,9 +61,9 @@ struct PhaseCost {
 
 struct Prediction {
   int hosts = 1;
-  RankMemory rank;          // every rank the same (experts split as evenly as ids allow: the largest share)
-  bool fits = true;         // the fixed part fits in RAM (else the plan is refused)
-  std::string refusal;      // why not
+  RankMemory rank;      // every rank the same (experts split as evenly as ids allow: the largest share)
+  bool fits = true;     // the fixed part fits in RAM (else the plan is refused)
+  std::string refusal;  // why not
   PhaseCost decode, prefill;
   int64_t ubatch = 0;
   // Model facts used

@@ -93,7 +93,8 @@ TEST(CostModel, HostsSplitTheTrunkAndTheExpertsById) {
     const double share = std::ceil(static_cast<double>(hp.n_expert) / n) / hp.n_expert;  // 3 ranks: uneven
     EXPECT_EQ(p.rank.experts, static_cast<uint64_t>(static_cast<double>(x.experts) * share));
     EXPECT_LT(p.decode.mem_bytes, one.decode.mem_bytes);
-    EXPECT_GT(p.decode.messages, static_cast<uint64_t>(2 * hp.n_layer));  // at least two per layer, then the head
+    EXPECT_GT(p.decode.messages,
+              static_cast<uint64_t>(2 * hp.n_layer));  // at least two per layer, then the head
     EXPECT_NEAR(p.decode.t_net_latency, p.decode.messages * 10e-6 * std::ceil(std::log2(n)), 1e-12);
     EXPECT_GT(p.prefill.net_bytes, p.decode.net_bytes);  // the micro-batch's rows
   }
