@@ -5,7 +5,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -16,21 +15,13 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "gguf/file.h"
+#include "store/memory_limit.h"
 #include "tools/bench/membw.h"
 #include "tools/plan/cost_model.h"
 #include "tools/split/split.h"
 
 namespace k3::cli {
 namespace {
-
-uint64_t total_ram() {
-  std::ifstream f("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0;
-  while (f >> key >> kib)
-    if (key == "MemTotal:") return kib * 1024;
-  return 0;
-}
 
 std::vector<int> parse_hosts(const std::string& s) {
   std::vector<int> out;
@@ -54,7 +45,8 @@ int cmd_plan(int argc, char** argv) {
       "The cost model of docs/distributed.md: trunk split by rows across the hosts, routed experts by id,\n"
       "each rank's experts in RAM as far as it allows and streamed from disk beyond. Per decode token:\n"
       "max(memory, compute) + disk stalls + collective latency; the largest term is the bound printed.\n"
-      "Unset host values are this machine's: its RAM, its measured read bandwidth (cached, as k3 bench).\n"
+      "Unset host values are this machine's: its memory limit (RAM or cgroup), its measured read bandwidth "
+      "(cached, as k3 bench).\n"
       "Example (the seed's question): k3 plan -m REAP55.gguf --hosts 1,2,4 --ram 125G --mem-bw 80\n"
       "    --disk-bw 12 --net-gbit 25 --net-latency-us 20");
   std::string model, hosts_s = "1", ram_s;
@@ -90,7 +82,7 @@ int cmd_plan(int argc, char** argv) {
   auto f = gguf::GgufFile::open(model);
   tools::PlanOptions o;
   const int t = threads > 0 ? threads : ThreadPool::default_threads();
-  o.host.ram = ram_s.empty() ? total_ram() : tools::parse_size(ram_s);
+  o.host.ram = ram_s.empty() ? store::process_memory_limit() : tools::parse_size(ram_s);
   if (mem_bw > 0) {
     o.host.mem_bw = mem_bw * 1e9;
   } else {

@@ -34,6 +34,15 @@ uint64_t work_floats_per_token(const model::HParams& hp, uint64_t n_logits_per_t
 
 }  // namespace
 
+uint64_t work_bytes(const model::HParams& hp, int64_t n_ubatch, int64_t n_ctx) {
+  // The widest sublayer at the micro-batch size, plus MLA scores over the context, plus the
+  // activation quantization copies; 25% margin for allocator slack.
+  const uint64_t ub = static_cast<uint64_t>(std::max<int64_t>(n_ubatch, 1));
+  const uint64_t floats = ub * work_floats_per_token(hp, 1) + static_cast<uint64_t>(n_ctx) * 2 +
+                          ub * static_cast<uint64_t>(hp.n_embd) * 2;
+  return floats * 4 * 5 / 4;
+}
+
 MemoryPlan plan_memory(const model::Model& m, uint64_t budget, const EngineShape& shape) {
   const model::HParams& hp = m.hparams();
   const gguf::GgufFile& f = m.gguf();
@@ -85,13 +94,8 @@ MemoryPlan plan_memory(const model::Model& m, uint64_t budget, const EngineShape
   p.state = static_cast<uint64_t>(std::max(shape.n_seq, 1)) *
             (hp.n_mla_layers() * row * static_cast<uint64_t>(std::max<int64_t>(shape.n_ctx, 1)) +
              hp.n_kda_layers() * kda_state);
-  // Work buffers: the widest sublayer at the micro-batch size, plus MLA scores over the
-  // context, plus the activation quantization copies; 25% margin for allocator slack.
-  const uint64_t ub = static_cast<uint64_t>(std::max<int64_t>(shape.n_ubatch, 1));
-  const uint64_t floats = ub * work_floats_per_token(hp, 1) + static_cast<uint64_t>(shape.n_ctx) * 2 +
-                          ub * static_cast<uint64_t>(hp.n_embd) * 2;
-  p.work = floats * 4 * 5 / 4;
-  p.overhead = 96ull << 20;
+  p.work = work_bytes(hp, shape.n_ubatch, shape.n_ctx);
+  p.overhead = kOverheadBytes;
 
   // The MoE code may hold a group of experts at once (8 today) while the next layer's are read.
   p.min_slots = std::max<uint64_t>(16, 2ull * hp.n_expert_used + 8);

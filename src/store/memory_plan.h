@@ -19,7 +19,8 @@
 
 namespace k3::model {
 class Model;
-}
+struct HParams;
+}  // namespace k3::model
 
 namespace k3::store {
 
@@ -72,6 +73,12 @@ struct MemoryPlan {
 };
 
 MemoryPlan plan_memory(const model::Model& m, uint64_t budget, const EngineShape& shape);
+
+// The parts of the plan that depend on the shape only, shared with `k3 plan`'s cost model:
+// the work buffers (estimate) at a micro-batch and context, and the fixed overhead (code,
+// heap, threads).
+uint64_t work_bytes(const model::HParams& hp, int64_t n_ubatch, int64_t n_ctx);
+constexpr uint64_t kOverheadBytes = 96ull << 20;
 // A compact table for stderr.
 std::string plan_table(const MemoryPlan& p);
 

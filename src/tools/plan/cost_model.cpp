@@ -11,11 +11,10 @@
 #include "core/error.h"
 #include "gguf/file.h"
 #include "model/hparams.h"
+#include "store/memory_plan.h"
 
 namespace k3::tools {
 namespace {
-
-constexpr uint64_t kOverhead = 96ull << 20;  // code, heap, threads (as the memory plan)
 
 bool is_expert(const std::string& name) { return name.find("_exps.") != std::string::npos; }
 
@@ -125,8 +124,8 @@ Prediction predict(const gguf::GgufFile& f, const PlanOptions& o) {
   const uint64_t kda_state =
       static_cast<uint64_t>(hp.n_kda_layers()) * hp.n_head * hp.kda_head_dim * hp.kda_head_dim * 4 / n;
   r.state = mla_cache + kda_state;
-  r.work = static_cast<uint64_t>(std::max<int64_t>(1, o.ubatch)) * (16ull * hp.n_embd + hp.n_vocab) * 4;
-  r.overhead = kOverhead;
+  r.work = store::work_bytes(hp, o.ubatch, o.n_ctx);  // the memory plan's own estimate
+  r.overhead = store::kOverheadBytes;
   const uint64_t fixed = r.trunk + r.state + r.work + r.overhead;
   if (h.ram && fixed > h.ram) {
     p.fits = false;
