@@ -6,7 +6,6 @@
 // --small-pages keeps the buffer in 4 KiB pages (default: 2 MiB pages, as the engine's trunk).
 // Not a test: numbers depend on the machine.
 // Usage: bench_kernels [--threads N] [--mb MiB] [--types Q8_0,IQ1_M,...] [--chain RxC] [--small-pages]
-#include <immintrin.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -20,6 +19,7 @@
 
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
+#include "kernels/stream_read.h"
 #include "quant/codec.h"
 #include "quant/types.h"
 
@@ -97,8 +97,8 @@ void fill_weights(Type t, uint8_t* p, size_t bytes, int64_t cols) {
   }
 }
 
-// Streaming read bandwidth with n threads (AVX2 loads, 4 independent sums), the best of plain
-// and prefetching passes (as tools/membw: the roofline is the best a reader can get).
+// Streaming read bandwidth with n threads (kernels/stream_read.h), the best of plain and
+// prefetching passes (as tools/membw: the roofline is the best a reader can get).
 double read_bandwidth(k3::ThreadPool& pool, const uint8_t* buf, size_t bytes, double& best_cpu) {
   double best = 0;
   best_cpu = 0;
@@ -108,22 +108,8 @@ double read_bandwidth(k3::ThreadPool& pool, const uint8_t* buf, size_t bytes, do
     const auto t0 = Clock::now();
     const double c0 = cpu_seconds();
     pool.parallel_for(static_cast<int64_t>(bytes / 4096), [&](int64_t b0, int64_t b1, int th) {
-      __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-      for (int64_t b = b0; b < b1; ++b) {
-        const __m256i* p = reinterpret_cast<const __m256i*>(buf + b * 4096);
-        for (int i = 0; i < 128; i += 4) {
-          if (prefetch) {
-            _mm_prefetch(reinterpret_cast<const char*>(p + i) + 4096, _MM_HINT_T1);
-            _mm_prefetch(reinterpret_cast<const char*>(p + i) + 4096 + 64, _MM_HINT_T1);
-          }
-          a0 = _mm256_add_epi64(a0, _mm256_load_si256(p + i));
-          a1 = _mm256_add_epi64(a1, _mm256_load_si256(p + i + 1));
-          a2 = _mm256_add_epi64(a2, _mm256_load_si256(p + i + 2));
-          a3 = _mm256_add_epi64(a3, _mm256_load_si256(p + i + 3));
-        }
-      }
-      const __m256i s = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
-      sink[static_cast<size_t>(th) * 8] = static_cast<double>(_mm256_extract_epi64(s, 0));
+      sink[static_cast<size_t>(th) * 8] = static_cast<double>(
+          k3::kernels::stream_read_sum(buf + b0 * 4096, (b1 - b0) * 4096, prefetch ? 4096 : 0));
     });
     best = std::max(best, static_cast<double>(bytes) / seconds_since(t0) / 1e9);
     best_cpu = std::max(best_cpu, static_cast<double>(bytes) * pool.size() / (cpu_seconds() - c0) / 1e9);

@@ -1,20 +1,22 @@
-// kernels/activations: elementwise activations of the K3 graph
-// (the primitives of docs/MODEL.md).
-// Contract (all float32, y may alias the input, any n ≥ 0):
-//   sigmoid(x) = 1/(1+e^−x); silu(x) = x·sigmoid(x) — vectorised exp, ≤ 2 ulp from libm's expf;
-//   softplus(x) = x > 20 ? x : log(1+e^x) (libm, as llama.cpp);
-//   situ(g, u) = [β·tanh(g·(1/β))·σ(g)] · [λ·tanh(u·(1/λ))]  (second factor = u if λ ≤ 0),
-//   with libm tanhf/expf in llama.cpp's operation order.
+// kernels/activations: the element-wise activations of the K3 graph (docs/MODEL.md), evaluated
+// in double and rounded to float once (docs/NUMERICS.md). Rows of SiTU, the one activation on
+// a hot path, have a vectorised form: situ_f64.h.
+// Contract: sigmoid(x) = 1/(1+e^−x); silu(x) = x·sigmoid(x); softplus(x) = x > 20 ? x :
+// log1p(e^x); situ(g, u) = [β·tanh(g/β)·σ(g)]·[λ·tanh(u/λ)], the second factor u when λ ≤ 0.
 #pragma once
 
-#include <cstdint>
+#include <cmath>
 
 namespace k3::kernels {
 
-void sigmoid(const float* x, float* y, int64_t n);
-void silu(const float* x, float* y, int64_t n);
-void softplus(const float* x, float* y, int64_t n);
-void situ(const float* g, const float* u, float* y, int64_t n, float beta, float lambda);
-float situ_one(float g, float u, float beta, float lambda);
+inline float sigmoid(double x) { return static_cast<float>(1.0 / (1.0 + std::exp(-x))); }
+inline float silu(double x) { return static_cast<float>(x / (1.0 + std::exp(-x))); }
+inline double softplus(double x) { return x > 20.0 ? x : std::log1p(std::exp(x)); }
+
+inline float situ(double g, double u, double beta, double lambda) {
+  const double gate = beta * std::tanh(g / beta) / (1.0 + std::exp(-g));
+  const double up = lambda > 0.0 ? lambda * std::tanh(u / lambda) : u;
+  return static_cast<float>(gate * up);
+}
 
 }  // namespace k3::kernels

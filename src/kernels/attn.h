@@ -1,6 +1,6 @@
 // kernels/attn: the inner loops of MLA attention over the latent cache, in float32 with
-// several accumulators (AVX2/FMA), and their plain-C twins (the *_scalar functions, the
-// reference the tests compare against).
+// several accumulators (AVX2/FMA: x86/attn_avx2.cpp), and their plain-C twins (the *_scalar
+// functions: the reference the tests compare against, and the whole kernel in a portable build).
 // Contract (any n >= 0; pointers need no alignment):
 //   dot_f32(a, b, n)            = Σ a[i]·b[i], accumulated in float in 4 × 8 lanes, the lanes
 //                                 summed at the end (not the scalar order: within float
@@ -22,5 +22,6 @@ void add_f32_to_f64(float* x, double* y, int64_t n);
 
 float dot_f32_scalar(const float* a, const float* b, int64_t n);
 void axpy_f32_scalar(float alpha, const float* x, float* y, int64_t n);
+void add_f32_to_f64_scalar(float* x, double* y, int64_t n);
 
 }  // namespace k3::kernels

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "core/thread_pool.h"
-#include "kernels/ffn_fused.h"
 #include "kernels/matmul_detail.h"
 #include "kernels/vec_dot.h"
 

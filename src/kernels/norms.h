@@ -1,18 +1,16 @@
-// kernels/norms: RMSNorm and L2Norm over one row, with ggml-cpu's numerics
-// (docs/MODEL.md, docs/NUMERICS.md): the sum of squares is accumulated in double,
-// then the row is multiplied by one float scale.
-// Contract: rmsnorm: y = x · (1/sqrtf(mean(x²) + eps)) [⊙ w if w != nullptr]
-//           l2norm:  y = x · (1/fmaxf(sqrtf(Σx²), eps))
-// y may alias x. n ≥ 1.
+// kernels/norms: RMSNorm and L2Norm of the forward pass (docs/MODEL.md), in the model's numerics
+// (docs/NUMERICS.md): Σx² in double (reduce.h), the scale in double, each output rounded once.
+// Contract: rmsnorm_rows: y = x · 1/sqrt(mean(x²) + eps) [⊙ w if w != nullptr], per row of n,
+//           rows at x + r·x_stride and y + r·y_stride (in floats); y may alias x.
+//           l2norm: x · 1/max(‖x‖₂, eps), in place.
 #pragma once
 
 #include <cstdint>
 
 namespace k3::kernels {
 
-void rmsnorm(const float* x, const float* w, float* y, int64_t n, float eps);
-void l2norm(const float* x, float* y, int64_t n, float eps);
-// Σ x² in double (exposed for callers that only need the statistic).
-double sum_squares(const float* x, int64_t n);
+void rmsnorm_rows(const float* x, float* y, int64_t n_rows, int64_t n, const float* w, float eps,
+                  int64_t x_stride, int64_t y_stride);
+void l2norm(float* x, int64_t n, float eps);
 
 }  // namespace k3::kernels

@@ -2,6 +2,7 @@
 // row conversions they consume.
 #include "kernels/vec_dot.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -16,6 +17,7 @@ namespace {
 using quant::Type;
 using A = ActFormat;
 
+#if defined(K3_SIMD_X86)
 // The build for a wider extension where the CPU has it, unless K3_CPU=avx2 asks for the
 // baseline (for comparisons; the results are the same bit for bit).
 template <class Fn>
@@ -55,6 +57,25 @@ const DotKernel kKernels[] = {
     {Type::IQ1_M, A::Q8_K, pick_avx512(impl::dot_iq1_m, impl::dot_iq1_m_avx512), impl::dot_iq1_m_scalar,
      pick_avx512(impl::dot_rows_iq1_m, impl::dot_rows_iq1_m_avx512)},
 };
+
+#else
+// The portable build: every type's kernel is its plain-C twin, token by token.
+template <DotScalarFn F>
+void dot_each_token(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out) {
+  for (int t = 0; t < nt; ++t) out[t] = F(n, w, static_cast<const uint8_t*>(act) + t * act_stride);
+}
+#define K3_TWIN(name) dot_each_token<impl::dot_##name##_scalar>, impl::dot_##name##_scalar
+const DotKernel kKernels[] = {
+    {Type::F32, A::F32, K3_TWIN(f32)},        {Type::F16, A::F32, K3_TWIN(f16)},
+    {Type::BF16, A::F32, K3_TWIN(bf16)},      {Type::Q8_0, A::Q8_0, K3_TWIN(q8_0)},
+    {Type::MXFP4, A::Q8_0, K3_TWIN(mxfp4)},   {Type::Q2_K, A::Q8_K, K3_TWIN(q2_k)},
+    {Type::Q3_K, A::Q8_K, K3_TWIN(q3_k)},     {Type::Q4_K, A::Q8_K, K3_TWIN(q4_k)},
+    {Type::Q6_K, A::Q8_K, K3_TWIN(q6_k)},     {Type::IQ2_XXS, A::Q8_K, K3_TWIN(iq2_xxs)},
+    {Type::IQ2_XS, A::Q8_K, K3_TWIN(iq2_xs)}, {Type::IQ1_S, A::Q8_K, K3_TWIN(iq1_s)},
+    {Type::IQ1_M, A::Q8_K, K3_TWIN(iq1_m)},
+};
+#undef K3_TWIN
+#endif
 
 }  // namespace
 

@@ -25,7 +25,7 @@ namespace k3::kernels {
 inline constexpr int kMaxDotTokens = 4;
 
 // How far ahead (bytes) the decode kernels that stream a row once (Q8_0, MXFP4, F32/F16/BF16,
-// the AVX2 k-quants) ask for its lines into L2; vec_dot_q8_body.h has the measurements.
+// the AVX2 k-quants) ask for its lines into L2; x86/q8_loops.h has the measurements.
 // tools/membw reads at this distance too, so that no kernel out-prefetches the roofline.
 inline constexpr int kDecodePrefetchBytes = 3072;
 
@@ -39,8 +39,8 @@ using DotRowsFn = void (*)(int64_t n, const void* w, size_t row_stride, int64_t 
 struct DotKernel {
   quant::Type type;
   ActFormat act;
-  DotFn dot;                     // SIMD (AVX2), 1..kMaxDotTokens tokens
-  DotScalarFn dot_scalar;        // reference twin, one token
+  DotFn dot;               // SIMD (x86/), 1..kMaxDotTokens tokens; the twin per token in a portable build
+  DotScalarFn dot_scalar;  // reference twin, one token
   DotRowsFn dot_rows = nullptr;  // decode over several rows, where the type has it
 };
 

@@ -7,6 +7,12 @@
 #include <cstdint>
 
 #include "kernels/vec_dot.h"
+#include "quant/blocks.h"
+
+namespace k3::kernels {
+// The GGUF block layouts (quant/blocks.h), one set for the codecs and the kernels.
+namespace blk = quant::blk;
+}  // namespace k3::kernels
 
 namespace k3::kernels::impl {
 

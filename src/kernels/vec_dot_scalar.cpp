@@ -5,9 +5,9 @@
 #include <cstdint>
 
 #include "kernels/act_quant.h"
-#include "kernels/blocks.h"
 #include "kernels/vec_dot_impl.h"
 #include "quant/codebooks.h"
+#include "quant/codec.h"
 
 namespace k3::kernels::impl {
 
@@ -29,7 +29,7 @@ float dot_f16_scalar(int64_t n, const void* w, const void* act) {
   const uint16_t* x = static_cast<const uint16_t*>(w);
   const float* y = static_cast<const float*>(act);
   double s = 0.0;
-  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(blk::f16(x[i])) * y[i];
+  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(quant::fp16_to_fp32(x[i])) * y[i];
   return static_cast<float>(s);
 }
 
@@ -53,7 +53,7 @@ float dot_q8_0_scalar(int64_t n, const void* w, const void* act) {
   for (int64_t b = 0; b < n / 32; ++b) {
     int isum = 0;
     for (int j = 0; j < 32; ++j) isum += x[b].qs[j] * y[b].qs[j];
-    s += static_cast<float>(isum) * (blk::f16(x[b].d) * y[b].d);
+    s += static_cast<float>(isum) * (quant::fp16_to_fp32(x[b].d) * y[b].d);
   }
   return s;
 }
@@ -84,8 +84,8 @@ float dot_q2_k_scalar(int64_t n, const void* w, const void* act) {
       isum += (x[b].scales[e / 16] & 0xF) * q * y[b].qs[e];
     }
     for (int j = 0; j < 16; ++j) msum += (x[b].scales[j] >> 4) * y[b].bsums[j];
-    s += blk::f16(x[b].d) * y[b].d * static_cast<float>(isum) -
-         blk::f16(x[b].dmin) * y[b].d * static_cast<float>(msum);
+    s += quant::fp16_to_fp32(x[b].d) * y[b].d * static_cast<float>(isum) -
+         quant::fp16_to_fp32(x[b].dmin) * y[b].d * static_cast<float>(msum);
   }
   return s;
 }
@@ -103,7 +103,7 @@ float dot_q3_k_scalar(int64_t n, const void* w, const void* act) {
       const int h = (x[b].hmask[e % 32] >> (e / 32)) & 1;
       isum += sc[e / 16] * (low - (h ? 0 : 4)) * y[b].qs[e];
     }
-    s += blk::f16(x[b].d) * y[b].d * static_cast<float>(isum);
+    s += quant::fp16_to_fp32(x[b].d) * y[b].d * static_cast<float>(isum);
   }
   return s;
 }
@@ -127,8 +127,8 @@ float dot_q4_k_scalar(int64_t n, const void* w, const void* act) {
       isum += sc * sub;
       msum += m * (y[b].bsums[2 * j] + y[b].bsums[2 * j + 1]);
     }
-    s += blk::f16(x[b].d) * y[b].d * static_cast<float>(isum) -
-         blk::f16(x[b].dmin) * y[b].d * static_cast<float>(msum);
+    s += quant::fp16_to_fp32(x[b].d) * y[b].d * static_cast<float>(isum) -
+         quant::fp16_to_fp32(x[b].dmin) * y[b].d * static_cast<float>(msum);
   }
   return s;
 }
@@ -146,7 +146,7 @@ float dot_q6_k_scalar(int64_t n, const void* w, const void* act) {
       const int high = (x[b].qh[32 * h + l] >> (2 * k)) & 3;
       isum += x[b].scales[e / 16] * ((low | high << 4) - 32) * y[b].qs[e];
     }
-    s += blk::f16(x[b].d) * y[b].d * static_cast<float>(isum);
+    s += quant::fp16_to_fp32(x[b].d) * y[b].d * static_cast<float>(isum);
   }
   return s;
 }
@@ -172,7 +172,7 @@ float dot_iq2_xxs_scalar(int64_t n, const void* w, const void* act) {
       }
       isum += ls * sub;
     }
-    s += 0.125f * blk::f16(x[b].d) * y[b].d * static_cast<float>(isum);
+    s += 0.125f * quant::fp16_to_fp32(x[b].d) * y[b].d * static_cast<float>(isum);
   }
   return s;
 }
@@ -197,7 +197,7 @@ float dot_iq2_xs_scalar(int64_t n, const void* w, const void* act) {
         isum += (2 * nib + 1) * sub;
       }
     }
-    s += 0.125f * blk::f16(x[b].d) * y[b].d * static_cast<float>(isum);
+    s += 0.125f * quant::fp16_to_fp32(x[b].d) * y[b].d * static_cast<float>(isum);
   }
   return s;
 }
@@ -221,7 +221,7 @@ float dot_iq1_s_scalar(int64_t n, const void* w, const void* act) {
       }
       isum += ls * sub;
     }
-    s += 0.125f * blk::f16(x[b].d) * y[b].d * static_cast<float>(isum);
+    s += 0.125f * quant::fp16_to_fp32(x[b].d) * y[b].d * static_cast<float>(isum);
   }
   return s;
 }
@@ -248,7 +248,7 @@ float dot_iq1_m_scalar(int64_t n, const void* w, const void* act) {
       }
       isum += ls * sub;
     }
-    s += 0.125f * blk::iq1m_d(x[b].scales) * y[b].d * static_cast<float>(isum);
+    s += 0.125f * quant::fp16_to_fp32(blk::iq1m_scale_bits(x[b].scales)) * y[b].d * static_cast<float>(isum);
   }
   return s;
 }

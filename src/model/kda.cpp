@@ -1,13 +1,13 @@
 // model/kda: the Kimi Delta Attention layer (docs/MODEL.md): projections, causal short conv
 // with carried state, L2-normed q/k, per-channel decay gate, delta-rule recurrence (chunked for
 // multi-token prefill, token-by-token otherwise), per-head output norm and sigmoid gate.
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "kernels/kda.h"
+#include "kernels/reduce.h"
 #include "model/hparams.h"
 #include "model/layers.h"
 #include "model/model.h"
@@ -69,35 +69,6 @@ struct HeadInputs {
   }
 };
 
-// AVX2 double-lane helpers for the per-head kernels (D is a multiple of 4 in every K3 model;
-// the tails are handled anyway). Float state is widened per element, products and sums are
-// in double as in the scalar definition; only the order of the final sums differs.
-inline double hsum_pd(__m256d v) {
-  const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
-  return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
-}
-
-double dot_dd(const double* a, const double* b, int64_t n) {
-  __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    s0 = _mm256_fmadd_pd(_mm256_loadu_pd(a + i), _mm256_loadu_pd(b + i), s0);
-    s1 = _mm256_fmadd_pd(_mm256_loadu_pd(a + i + 4), _mm256_loadu_pd(b + i + 4), s1);
-  }
-  double s = hsum_pd(_mm256_add_pd(s0, s1));
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
-// y -= l·x
-void axmy_dd(double l, const double* x, double* y, int64_t n) {
-  const __m256d vl = _mm256_set1_pd(l);
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    _mm256_storeu_pd(y + i, _mm256_fnmadd_pd(vl, _mm256_loadu_pd(x + i), _mm256_loadu_pd(y + i)));
-  for (; i < n; ++i) y[i] -= l * x[i];
-}
-
 // Token-by-token delta rule on one head. S is [j][i] (i = key index fastest). The decay runs
 // along i (the key axis); the trap variant (decay along j) exists for the golden tests only.
 void recurrent_head_trap(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t h, float* S) {
@@ -121,11 +92,11 @@ void recurrent_head_trap(const HeadInputs& in, const std::vector<int64_t>& idx, 
   }
 }
 
-// Per row j: decay and k-dot in one pass, then the rank-1 update and q-dot in a second; the
-// row (512 B at D = 128) stays in L1 between the passes. Each element is rounded to float
-// exactly where the scalar definition rounds it (no FMA contraction of mul + add).
+// Per row j: decay and k-dot in one pass, then the rank-1 update and q-dot in a second
+// (kernels/kda.h); the row (512 B at D = 128) stays in L1 between the passes. Each element is
+// rounded to float exactly where the scalar definition rounds it.
 void recurrent_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t h, float* S) {
-  const int64_t D = in.D, D4 = D & ~int64_t{3};
+  const int64_t D = in.D;
   std::vector<double> eg(static_cast<size_t>(D)), kd(eg.size()), qd(eg.size());
   for (int64_t t : idx) {
     const auto [q, k, v, g, beta, o] = in.at(t, h);
@@ -136,33 +107,9 @@ void recurrent_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64
     }
     for (int64_t j = 0; j < D; ++j) {
       float* row = S + j * D;
-      __m256d u4 = _mm256_setzero_pd();
-      for (int64_t i = 0; i < D4; i += 4) {
-        const __m128 r =
-            _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(row + i)), _mm256_loadu_pd(&eg[i])));
-        _mm_storeu_ps(row + i, r);
-        u4 = _mm256_fmadd_pd(_mm256_cvtps_pd(r), _mm256_loadu_pd(&kd[i]), u4);
-      }
-      double u = hsum_pd(u4);
-      for (int64_t i = D4; i < D; ++i) {
-        row[i] = static_cast<float>(row[i] * eg[i]);
-        u += static_cast<double>(row[i]) * k[i];
-      }
+      const double u = kernels::kda_decay_dot(row, eg.data(), kd.data(), D);
       const double delta = (v[j] - u) * beta;
-      const __m256d dv = _mm256_set1_pd(delta);
-      __m256d a4 = _mm256_setzero_pd();
-      for (int64_t i = 0; i < D4; i += 4) {
-        const __m256d upd = _mm256_mul_pd(_mm256_loadu_pd(&kd[i]), dv);
-        const __m128 r = _mm256_cvtpd_ps(_mm256_add_pd(_mm256_cvtps_pd(_mm_loadu_ps(row + i)), upd));
-        _mm_storeu_ps(row + i, r);
-        a4 = _mm256_fmadd_pd(_mm256_cvtps_pd(r), _mm256_loadu_pd(&qd[i]), a4);
-      }
-      double acc = hsum_pd(a4);
-      for (int64_t i = D4; i < D; ++i) {
-        row[i] = static_cast<float>(row[i] + k[i] * delta);
-        acc += static_cast<double>(row[i]) * q[i];
-      }
-      o[j] = static_cast<float>(acc);
+      o[j] = static_cast<float>(kernels::kda_update_dot(row, kd.data(), delta, qd.data(), D));
     }
   }
 }
@@ -207,8 +154,8 @@ void chunked_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t
       for (int64_t a = 0; a <= b; ++a) {
         double kk = 0.0, qk = 0.0;
         if (factored) {
-          kk = dot_dd(Kp.data() + b * D, Km.data() + a * D, D);
-          qk = dot_dd(Qp.data() + b * D, Km.data() + a * D, D);
+          kk = kernels::dot_f64(Kp.data() + b * D, Km.data() + a * D, D);
+          qk = kernels::dot_f64(Qp.data() + b * D, Km.data() + a * D, D);
         } else {
           for (int64_t i = 0; i < D; ++i) {
             const double e = std::exp(G[b * D + i] - G[a * D + i]);
@@ -228,8 +175,8 @@ void chunked_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t
       }
       for (int64_t a = 0; a < b; ++a) {
         const double l = Lm[b * kChunk + a];
-        axmy_dd(l, U.data() + a * D, U.data() + b * D, D);
-        axmy_dd(l, W.data() + a * D, W.data() + b * D, D);
+        kernels::axmy_f64(l, U.data() + a * D, U.data() + b * D, D);
+        kernels::axmy_f64(l, W.data() + a * D, W.data() + b * D, D);
       }
     }
     // V' = U − W·S; O = (Q⊙e^G)·S + P·V'.
@@ -238,19 +185,8 @@ void chunked_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t
       const double* Wb = W.data() + b * D;
       const double* Qb = Qp.data() + b * D;
       for (int64_t j = 0; j < D; ++j) {
-        const double* Sj = Sd.data() + j * D;
-        __m256d w4 = _mm256_setzero_pd(), q4 = _mm256_setzero_pd();
-        int64_t i = 0;
-        for (; i + 4 <= D; i += 4) {
-          const __m256d sv = _mm256_loadu_pd(Sj + i);
-          w4 = _mm256_fmadd_pd(_mm256_loadu_pd(Wb + i), sv, w4);
-          q4 = _mm256_fmadd_pd(_mm256_loadu_pd(Qb + i), sv, q4);
-        }
-        double ws = hsum_pd(w4), qs = hsum_pd(q4);
-        for (; i < D; ++i) {
-          ws += Wb[i] * Sj[i];
-          qs += Qb[i] * Sj[i];
-        }
+        double ws, qs;
+        kernels::dot2_f64(Wb, Qb, Sd.data() + j * D, D, &ws, &qs);
         Vp[b * D + j] = U[b * D + j] - ws;
         for (int64_t a = 0; a <= b; ++a) qs += P[b * kChunk + a] * Vp[a * D + j];
         o[j] = static_cast<float>(qs);
@@ -263,20 +199,8 @@ void chunked_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t
       for (int64_t i = 0; i < D; ++i)  // reuse W as scratch
         W[t * D + i] = factored ? Km[t * D + i] * ed[i] : k[t * D + i] * std::exp(Gl[i] - G[t * D + i]);
     for (int64_t j = 0; j < D; ++j) {
-      double* Sj = Sd.data() + j * D;
       for (int64_t t = 0; t < L; ++t) vcol[t] = Vp[t * D + j];
-      int64_t i = 0;
-      for (; i + 4 <= D; i += 4) {
-        __m256d sv = _mm256_mul_pd(_mm256_loadu_pd(Sj + i), _mm256_loadu_pd(&ed[i]));
-        for (int64_t t = 0; t < L; ++t)
-          sv = _mm256_fmadd_pd(_mm256_loadu_pd(W.data() + t * D + i), _mm256_set1_pd(vcol[t]), sv);
-        _mm256_storeu_pd(Sj + i, sv);
-      }
-      for (; i < D; ++i) {
-        double sv = Sj[i] * ed[i];
-        for (int64_t t = 0; t < L; ++t) sv += W[t * D + i] * vcol[t];
-        Sj[i] = sv;
-      }
+      kernels::decay_rank_update_f64(Sd.data() + j * D, ed.data(), W.data(), D, vcol.data(), L, D);
     }
   }
   for (int64_t x = 0; x < D * D; ++x) S[x] = static_cast<float>(Sd[x]);

@@ -1,64 +1,17 @@
 // model/ops: see ops.h.
 #include "model/ops.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <chrono>
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "model/collective.h"
 #include "kernels/situ_f64.h"
 #include "model/observer.h"
 #include "model/profile.h"
 
 namespace k3::model::ops {
-
-void rmsnorm_rows(const float* x, float* y, int64_t n_rows, int64_t n, const float* w, float eps,
-                  int64_t x_stride, int64_t y_stride) {
-  for (int64_t r = 0; r < n_rows; ++r) {
-    const float* xr = x + r * x_stride;
-    float* yr = y + r * y_stride;
-    const double ss = dot(xr, xr, n);
-    const double scale = 1.0 / std::sqrt(ss / static_cast<double>(n) + eps);
-    for (int64_t i = 0; i < n; ++i) {
-      const double v = xr[i] * scale;
-      yr[i] = static_cast<float>(w ? v * w[i] : v);
-    }
-  }
-}
-
-void l2norm(float* x, int64_t n, float eps) {
-  const double ss = dot(x, x, n);
-  const double scale = 1.0 / std::max(std::sqrt(ss), static_cast<double>(eps));
-  for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(x[i] * scale);
-}
-
-// Four double lanes, two independent accumulators: exact products of floats summed in
-// double, at close to the speed of a float loop.
-double dot(const float* a, const float* b, int64_t n) {
-  __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    s0 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(a + i)), _mm256_cvtps_pd(_mm_loadu_ps(b + i)), s0);
-    s1 = _mm256_fmadd_pd(_mm256_cvtps_pd(_mm_loadu_ps(a + i + 4)), _mm256_cvtps_pd(_mm_loadu_ps(b + i + 4)),
-                         s1);
-  }
-  alignas(32) double lanes[4];
-  _mm256_store_pd(lanes, _mm256_add_pd(s0, s1));
-  double s = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
-  for (; i < n; ++i) s += static_cast<double>(a[i]) * b[i];
-  return s;
-}
-
-void axpy(double alpha, const float* x, double* y, int64_t n) {
-  const __m256d va = _mm256_set1_pd(alpha);
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    _mm256_storeu_pd(y + i,
-                     _mm256_fmadd_pd(va, _mm256_cvtps_pd(_mm_loadu_ps(x + i)), _mm256_loadu_pd(y + i)));
-  for (; i < n; ++i) y[i] += alpha * x[i];
-}
 
 namespace {
 
@@ -94,6 +47,12 @@ class ProfMatmul {
 
 void Matmul::operator()(const kernels::WeightView& w, const float* x, int64_t n_tok, float* y,
                         int64_t x_stride, int64_t y_stride) const {
+  if (collective && collective->size() > 1) {
+    const kernels::MatmulJob j{
+        .w = w, .x = x, .n_tok = n_tok, .y = y, .x_stride = x_stride, .y_stride = y_stride};
+    split_by_rows({&j, 1});
+    return;
+  }
   ProfMatmul prof(weight_bytes(w), product_ops(w, n_tok), 1);
   if (observer) observer->on_matmul_input(w, x, n_tok, x_stride < 0 ? w.cols : x_stride);
   if (!reference) {
@@ -114,6 +73,10 @@ void Matmul::operator()(const kernels::WeightView& w, const float* x, int64_t n_
 }
 
 void Matmul::batch(std::span<const kernels::MatmulJob> jobs) const {
+  if (collective && collective->size() > 1) {
+    split_by_rows(jobs);
+    return;
+  }
   if (!reference && !observer) {
     uint64_t bytes = 0;
     double ops = 0;
@@ -138,6 +101,60 @@ void Matmul::batch(std::span<const kernels::MatmulJob> jobs) const {
     for (int64_t t = 0; t < j.n_tok; ++t)
       j.act(g.data() + t * R, u.data() + t * R, j.y + t * ys, R, j.act_ctx);
   }
+}
+
+// Each job's rows [r0, r1) of this rank, computed into one packed block (job by job, token by
+// token), one all-gather of the blocks of all ranks, and every rank's rows copied to their
+// place in each job's output. The buffers are this thread's, reused from call to call.
+void Matmul::split_by_rows(std::span<const kernels::MatmulJob> jobs) const {
+  const int N = collective->size(), me = collective->rank();
+  thread_local std::vector<kernels::MatmulJob> mine;
+  thread_local std::vector<float> packed, gathered;
+  thread_local std::vector<size_t> counts;
+  thread_local std::vector<kernels::WeightView> ups;  // the fused pairs' up slices
+  mine.clear();
+  ups.clear();
+  ups.reserve(jobs.size());  // p.up points into it: no reallocation while it fills
+  counts.assign(static_cast<size_t>(N), 0);
+  size_t my_floats = 0;
+  for (const kernels::MatmulJob& j : jobs)
+    for (int r = 0; r < N; ++r) {
+      const auto [r0, r1] = row_share(j.w.rows, r, N);
+      counts[static_cast<size_t>(r)] += static_cast<size_t>((r1 - r0) * j.n_tok) * sizeof(float);
+      if (r == me) my_floats += static_cast<size_t>((r1 - r0) * j.n_tok);
+    }
+  if (packed.size() < my_floats) packed.resize(my_floats);
+  size_t at = 0;
+  for (const kernels::MatmulJob& j : jobs) {
+    const auto [r0, r1] = row_share(j.w.rows, me, N);
+    if (r1 == r0 || j.n_tok == 0) continue;
+    kernels::MatmulJob p = j;
+    p.w.data = j.w.row(r0);
+    p.w.rows = r1 - r0;
+    if (j.up) {
+      ups.push_back(*j.up);
+      ups.back().data = j.up->row(r0);
+      ups.back().rows = r1 - r0;
+      p.up = &ups.back();
+    }
+    if (p.x_stride < 0) p.x_stride = j.w.cols;
+    p.y = packed.data() + at;
+    p.y_stride = r1 - r0;
+    mine.push_back(p);
+    at += static_cast<size_t>((r1 - r0) * j.n_tok);
+  }
+  local().batch(mine);
+  size_t total = 0;
+  for (size_t c : counts) total += c;
+  if (gathered.size() * sizeof(float) < total) gathered.resize(total / sizeof(float));
+  collective->allgatherv(packed.data(), gathered.data(), counts);
+  const float* src = gathered.data();
+  for (int r = 0; r < N; ++r)
+    for (const kernels::MatmulJob& j : jobs) {
+      const auto [r0, r1] = row_share(j.w.rows, r, N);
+      const int64_t len = r1 - r0, ys = j.y_stride < 0 ? j.w.rows : j.y_stride;
+      for (int64_t t = 0; t < j.n_tok; ++t, src += len) std::copy(src, src + len, j.y + t * ys + r0);
+    }
 }
 
 void situ_gate_up(const float* g, const float* u, float* y, int64_t n, const void* ctx) {

@@ -1,6 +1,6 @@
 // quant/dequant_blocks: per-type block decoders behind dequantize_row (internal to k3_quant).
-// Contract: each decodes nblocks consecutive blocks of its type (layouts of
-// ggml's ggml-common.h) into nblocks·block_elems floats, bit-exact with ggml.
+// Contract: each decodes nblocks consecutive blocks of its type (the layouts of quant/blocks.h,
+// src of any alignment) into nblocks·block_elems floats, bit-exact with ggml.
 #pragma once
 
 #include <cstdint>
@@ -43,9 +43,5 @@ void dequant_tq1_0(const uint8_t* src, float* y, int64_t nblocks);
 void dequant_tq2_0(const uint8_t* src, float* y, int64_t nblocks);
 void dequant_q1_0(const uint8_t* src, float* y, int64_t nblocks);
 void dequant_q2_0(const uint8_t* src, float* y, int64_t nblocks);
-
-// E8M0 exponent byte → 2^(e-128) exactly (ggml's "half" scale, docs/quant-formats.md); shared
-// with the MXFP4 quantizer.
-float e8m0_half(uint8_t e);
 
 }  // namespace k3::quant::detail

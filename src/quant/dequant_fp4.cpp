@@ -3,19 +3,13 @@
 // encodings are in docs/quant-formats.md).
 #include "quant/fp_strict.h"  // first: no FMA contraction in this file
 
-#include <bit>
 #include <cmath>
 
+#include "quant/block_bits.h"
 #include "quant/codebooks.h"
 #include "quant/dequant_blocks.h"
 
 namespace k3::quant::detail {
-
-float e8m0_half(uint8_t e) {
-  // 2^(e-128) as exact f32 bits; e < 2 lands in the subnormal range.
-  const uint32_t bits = e < 2 ? (0x00200000u << e) : (uint32_t(e - 1) << 23);
-  return std::bit_cast<float>(bits);
-}
 
 namespace {
 
@@ -30,25 +24,25 @@ float ue4m3_half(uint8_t raw) {
 
 }  // namespace
 
-void dequant_mxfp4(const uint8_t* b, float* y, int64_t nblocks) {
-  for (int64_t i = 0; i < nblocks; ++i, b += 17, y += 32) {
-    const float d = e8m0_half(b[0]);
-    const uint8_t* qs = b + 1;
+void dequant_mxfp4(const uint8_t* src, float* y, int64_t nblocks) {
+  for (int64_t i = 0; i < nblocks; ++i, y += 32) {
+    const auto b = load_block<blk::MXFP4>(src, i);
+    const float d = blk::e8m0_half(b.e);
     for (int j = 0; j < 16; ++j) {
-      y[j] = float(kValuesFp4[qs[j] & 0xF]) * d;
-      y[j + 16] = float(kValuesFp4[qs[j] >> 4]) * d;
+      y[j] = float(kValuesFp4[b.qs[j] & 0xF]) * d;
+      y[j + 16] = float(kValuesFp4[b.qs[j] >> 4]) * d;
     }
   }
 }
 
-void dequant_nvfp4(const uint8_t* b, float* y, int64_t nblocks) {
-  for (int64_t i = 0; i < nblocks; ++i, b += 36) {
-    const uint8_t* qs = b + 4;
+void dequant_nvfp4(const uint8_t* src, float* y, int64_t nblocks) {
+  for (int64_t i = 0; i < nblocks; ++i) {
+    const auto b = load_block<blk::NVFP4>(src, i);
     for (int s = 0; s < 4; ++s, y += 16) {
-      const float ds = ue4m3_half(b[s]);
+      const float ds = ue4m3_half(b.d[s]);
       for (int j = 0; j < 8; ++j) {
-        y[j] = float(kValuesFp4[qs[8 * s + j] & 0xF]) * ds;
-        y[j + 8] = float(kValuesFp4[qs[8 * s + j] >> 4]) * ds;
+        y[j] = float(kValuesFp4[b.qs[8 * s + j] & 0xF]) * ds;
+        y[j + 8] = float(kValuesFp4[b.qs[8 * s + j] >> 4]) * ds;
       }
     }
   }

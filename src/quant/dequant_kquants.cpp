@@ -16,101 +16,79 @@ inline int q2_level(const uint8_t* qs, int e) {
   return (qs[32 * (e / 128) + (e % 32)] >> (2 * ((e % 128) / 32))) & 3;
 }
 
-// Six-bit scale and min of sub-block j in the 12-byte Q4_K/Q5_K packing.
-inline void scale_min_k4(const uint8_t* s, int j, int& sc, int& m) {
-  if (j < 4) {
-    sc = s[j] & 63;
-    m = s[j + 4] & 63;
-  } else {
-    sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-    m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
-}
-
 }  // namespace
 
-void dequant_q2_k(const uint8_t* b, float* y, int64_t nblocks) {
-  for (int64_t i = 0; i < nblocks; ++i, b += 84, y += 256) {
-    const uint8_t* scales = b;
-    const uint8_t* qs = b + 16;
-    const float d = load_f16(b + 80);
-    const float dmin = load_f16(b + 82);
+void dequant_q2_k(const uint8_t* src, float* y, int64_t nblocks) {
+  for (int64_t i = 0; i < nblocks; ++i, y += 256) {
+    const auto b = load_block<blk::Q2_K>(src, i);
+    const float d = fp16_to_fp32(b.d);
+    const float dmin = fp16_to_fp32(b.dmin);
     for (int e = 0; e < 256; ++e) {
       const int j = e / 16;
-      const float dl = d * float(scales[j] & 0xF);
-      const float ml = dmin * float(scales[j] >> 4);
-      y[e] = dl * float(q2_level(qs, e)) - ml;
+      const float dl = d * float(b.scales[j] & 0xF);
+      const float ml = dmin * float(b.scales[j] >> 4);
+      y[e] = dl * float(q2_level(b.qs, e)) - ml;
     }
   }
 }
 
-void dequant_q3_k(const uint8_t* b, float* y, int64_t nblocks) {
-  for (int64_t i = 0; i < nblocks; ++i, b += 110, y += 256) {
-    const uint8_t* hmask = b;
-    const uint8_t* qs = b + 32;
-    const uint8_t* sc = b + 96;
-    const float d = load_f16(b + 108);
+void dequant_q3_k(const uint8_t* src, float* y, int64_t nblocks) {
+  for (int64_t i = 0; i < nblocks; ++i, y += 256) {
+    const auto b = load_block<blk::Q3_K>(src, i);
+    const float d = fp16_to_fp32(b.d);
+    int8_t scales[16];
+    blk::q3k_scales(b.scales, scales);
     for (int e = 0; e < 256; ++e) {
-      const int j = e / 16;
-      const int low4 = j < 8 ? (sc[j] & 0xF) : (sc[j - 8] >> 4);
-      const int high2 = (sc[8 + j % 4] >> (2 * (j / 4))) & 3;
-      const int s = (low4 | (high2 << 4)) - 32;
-      const int h = (hmask[e % 32] >> (e / 32)) & 1;
-      const int q = q2_level(qs, e) - (h ? 0 : 4);
+      const int s = scales[e / 16];
+      const int h = (b.hmask[e % 32] >> (e / 32)) & 1;
+      const int q = q2_level(b.qs, e) - (h ? 0 : 4);
       y[e] = (d * float(s)) * float(q);
     }
   }
 }
 
-void dequant_q4_k(const uint8_t* b, float* y, int64_t nblocks) {
-  for (int64_t i = 0; i < nblocks; ++i, b += 144, y += 256) {
-    const float d = load_f16(b);
-    const float dmin = load_f16(b + 2);
-    const uint8_t* scales = b + 4;
-    const uint8_t* qs = b + 16;
+void dequant_q4_k(const uint8_t* src, float* y, int64_t nblocks) {
+  for (int64_t i = 0; i < nblocks; ++i, y += 256) {
+    const auto b = load_block<blk::Q4_K>(src, i);
+    const float d = fp16_to_fp32(b.d);
+    const float dmin = fp16_to_fp32(b.dmin);
     for (int e = 0; e < 256; ++e) {
-      const int j = e / 32;
       int sc, m;
-      scale_min_k4(scales, j, sc, m);
-      const uint8_t byte = qs[32 * (e / 64) + (e % 32)];
+      blk::q4k_scale_min(b.scales, e / 32, sc, m);
+      const uint8_t byte = b.qs[32 * (e / 64) + (e % 32)];
       const int q = (e % 64 < 32) ? (byte & 0xF) : (byte >> 4);
       y[e] = (d * float(sc)) * float(q) - dmin * float(m);
     }
   }
 }
 
-void dequant_q5_k(const uint8_t* b, float* y, int64_t nblocks) {
-  for (int64_t i = 0; i < nblocks; ++i, b += 176, y += 256) {
-    const float d = load_f16(b);
-    const float dmin = load_f16(b + 2);
-    const uint8_t* scales = b + 4;
-    const uint8_t* qh = b + 16;
-    const uint8_t* qs = b + 48;
+void dequant_q5_k(const uint8_t* src, float* y, int64_t nblocks) {
+  for (int64_t i = 0; i < nblocks; ++i, y += 256) {
+    const auto b = load_block<blk::Q5_K>(src, i);
+    const float d = fp16_to_fp32(b.d);
+    const float dmin = fp16_to_fp32(b.dmin);
     for (int e = 0; e < 256; ++e) {
-      const int j = e / 32;
       int sc, m;
-      scale_min_k4(scales, j, sc, m);
-      const uint8_t byte = qs[32 * (e / 64) + (e % 32)];
+      blk::q4k_scale_min(b.scales, e / 32, sc, m);
+      const uint8_t byte = b.qs[32 * (e / 64) + (e % 32)];
       const int nib = (e % 64 < 32) ? (byte & 0xF) : (byte >> 4);
-      const int q = nib + 16 * ((qh[e % 32] >> (e / 32)) & 1);
+      const int q = nib + 16 * ((b.qh[e % 32] >> (e / 32)) & 1);
       y[e] = (d * float(sc)) * float(q) - dmin * float(m);
     }
   }
 }
 
-void dequant_q6_k(const uint8_t* b, float* y, int64_t nblocks) {
-  for (int64_t i = 0; i < nblocks; ++i, b += 210, y += 256) {
-    const uint8_t* ql = b;
-    const uint8_t* qh = b + 128;
-    const int8_t* scales = reinterpret_cast<const int8_t*>(b + 192);
-    const float d = load_f16(b + 208);
+void dequant_q6_k(const uint8_t* src, float* y, int64_t nblocks) {
+  for (int64_t i = 0; i < nblocks; ++i, y += 256) {
+    const auto b = load_block<blk::Q6_K>(src, i);
+    const float d = fp16_to_fp32(b.d);
     for (int e = 0; e < 256; ++e) {
       const int h = e / 128, r = e % 128, k = r / 32, l = r % 32;
-      const uint8_t lowb = ql[64 * h + l + 32 * (k & 1)];
+      const uint8_t lowb = b.ql[64 * h + l + 32 * (k & 1)];
       const int low = k < 2 ? (lowb & 0xF) : (lowb >> 4);
-      const int high = (qh[32 * h + l] >> (2 * k)) & 3;
+      const int high = (b.qh[32 * h + l] >> (2 * k)) & 3;
       const int q = (low | (high << 4)) - 32;
-      y[e] = (d * float(scales[e / 16])) * float(q);
+      y[e] = (d * float(b.scales[e / 16])) * float(q);
     }
   }
 }

@@ -1,10 +1,11 @@
 // quant/iq_grid_search: the per-group grid projection shared by the IQ1, IQ2 and IQ3
 // quantizers.
 // Contract: best_neighbour() scores an off-grid key's neighbours exactly as ggml's scalar loops
-// do (AVX2 across neighbours, no fused operations), first minimum winning in (distance, index)
-// order. assign_group() rounds a group of magnitudes to levels at inverse scale `id` and, if the
-// key is not a grid point, replaces it by the neighbour minimising Σ w·(scale·q − x)², as
-// ggml's iq2/iq3_find_best_neighbour. Include only after
+// do (no fused operations), first minimum winning in list ((distance, index)) order; with
+// K3_SIMD_X86 it is the AVX2 form, else its scalar twin, and the two agree bit for bit
+// (tests/quant/iq_twins_test.cpp). assign_group() rounds a group of magnitudes to levels at
+// inverse scale `id` and, if the key is not a grid point, replaces it by the neighbour
+// minimising Σ w·(scale·q − x)², as ggml's iq2/iq3_find_best_neighbour. Include only after
 // `#pragma GCC optimize("fp-contract=off")` so the arithmetic stays unfused.
 #pragma once
 
@@ -18,12 +19,41 @@ namespace k3::quant::iq {
 
 // Among the neighbours of off-grid `key`, the point minimising Σ_j w_j·(scale·v[l_j] − x_j)²
 // where v maps a level to its value (`table`: 8 floats; v[l] = 2l+1 for IQ2/IQ3, the
-// delta-shifted ±1/0 values for IQ1). Eight neighbours are scored at once, each lane summing
-// its coordinates in index order with separate multiplies and adds, so every score is
-// bit-identical to ggml's scalar loop; the first strict minimum wins, as there.
+// delta-shifted ±1/0 values for IQ1). Each score sums its coordinates in index order with
+// separate multiplies and adds, (w·diff)·diff, so it is bit-identical to ggml's scalar loop; the
+// first strict minimum in list order wins, as there. Only non-finite scores leave nothing
+// chosen; ggml aborts there, we take the nearest (the list's first point).
+
+// The scalar twin: ggml's loop over the list.
 template <int NC>
-inline int best_neighbour(const GridIndex& gi, uint32_t key, const float* xval, const float* w, float scale,
-                          const float* table) {
+inline int best_neighbour_scalar(const GridIndex& gi, uint32_t key, const float* xval, const float* w,
+                                 float scale, const float* table) {
+  const GridIndex::List& list = gi.list_of(key);
+  const uint16_t* ids = gi.neighbour_ids.data() + list.first;
+  float best = FLT_MAX;
+  int first = -1;
+  for (uint32_t m = 0; m < list.count; ++m) {
+    const int8_t* pl = gi.point_levels(ids[m]);
+    float score = 0;
+    for (int j = 0; j < NC; ++j) {
+      const float diff = scale * table[pl[j] & 7] - xval[j];
+      score += w[j] * diff * diff;
+    }
+    if (score < best) {
+      best = score;
+      first = static_cast<int>(m);
+    }
+  }
+  return ids[first >= 0 ? first : 0];
+}
+
+#if defined(K3_SIMD_X86)
+// The AVX2 form: eight neighbours at once (one per lane, levels from the transposed `lanes`
+// table), every lane computing the scalar twin's score with the same operations in the same
+// order; then the smallest position among the lanes holding the overall minimum.
+template <int NC>
+inline int best_neighbour_avx2(const GridIndex& gi, uint32_t key, const float* xval, const float* w,
+                               float scale, const float* table) {
   const GridIndex::List& list = gi.list_of(key);
   const uint16_t* ids = gi.neighbour_ids.data() + list.first;
   const uint32_t* lanes = gi.lanes.data() + list.lanes;
@@ -73,6 +103,17 @@ inline int best_neighbour(const GridIndex& gi, uint32_t key, const float* xval, 
   const int32_t first = _mm256_cvtsi256_si32(p);
   // Only non-finite scores leave nothing chosen; ggml aborts there, we take the nearest.
   return ids[first != INT32_MAX ? first : 0];
+}
+#endif
+
+template <int NC>
+inline int best_neighbour(const GridIndex& gi, uint32_t key, const float* xval, const float* w, float scale,
+                          const float* table) {
+#if defined(K3_SIMD_X86)
+  return best_neighbour_avx2<NC>(gi, key, xval, w, scale, table);
+#else
+  return best_neighbour_scalar<NC>(gi, key, xval, w, scale, table);
+#endif
 }
 
 // v[l] = 2l+1: the level values of the IQ2/IQ3 grids.

@@ -13,6 +13,7 @@
 
 #include "quant/iq_common.h"
 #include "quant/iq_grid_search.h"
+#include "quant/iq_one_bit.h"
 
 namespace k3::quant::iq {
 namespace {
@@ -56,14 +57,52 @@ inline int sub_scale3(float id, float scale) {
   return l < 0 ? 0 : (l > 7 ? 7 : l);
 }
 
-// IQ1_M's exhaustive split search over 16 values sorted by idx: for every (i1 <= i2) the first
-// i1 sorted values get level 0, the next i2−i1 level 1, the rest level 2, and for each of the
-// four delta-sign hypotheses k the fit Σw·v·x / Σw·v² is scored; the best candidate in
-// (i1, i2, k) order with strict improvement wins. Each candidate's sums are accumulated in
-// sorted order, term by term, exactly as the reference; eight consecutive i2 are evaluated at
-// once (one per lane), and the winner is then chosen sequentially.
-void iq1m_split_search(const float* xb, const float* weight, const int* idx, float& scale, int& besti1,
-                       int& besti2, int& best_k) {
+}  // namespace
+
+// The scalar twin of the split search (quant/iq_one_bit.h): the candidates one at a time, each
+// summed exactly as one lane of the AVX2 form.
+void iq1m_split_search_scalar(const float* xb, const float* weight, const int* idx, float& scale, int& besti1,
+                              int& besti2, int& best_k) {
+  constexpr int kBs = 16;
+  float best_score = -FLT_MAX;
+  for (int i1 = 0; i1 <= kBs; ++i1) {
+    for (int i2 = i1; i2 <= kBs; ++i2) {
+      float sqx[4] = {0, 0, 0, 0}, sq2[4] = {0, 0, 0, 0};
+      for (int j = 0; j < kBs; ++j) {
+        const int i = idx[j];
+        const int level = j < i1 ? 0 : (j < i2 ? 1 : 2);
+        const float vp = kXp[level], vm = kXm[level];
+        const float wp = weight[i] * vp, wm = weight[i] * vm;
+        const float qxp = wp * xb[i], qxm = wm * xb[i];
+        const float q2p = wp * vp, q2m = wm * vm;
+        // Hypotheses 0..3 = (+,+), (+,−), (−,+), (−,−) for (first 8, last 8).
+        const bool first_half = i < kBs / 2;
+        sqx[0] += qxp;
+        sqx[3] += qxm;
+        sq2[0] += q2p;
+        sq2[3] += q2m;
+        sqx[1] += first_half ? qxp : qxm;
+        sqx[2] += first_half ? qxm : qxp;
+        sq2[1] += first_half ? q2p : q2m;
+        sq2[2] += first_half ? q2m : q2p;
+      }
+      for (int k = 0; k < 4; ++k) {
+        if (sq2[k] > 0 && sqx[k] * sqx[k] > best_score * sq2[k]) {
+          scale = sqx[k] / sq2[k];
+          best_score = scale * sqx[k];
+          besti1 = i1;
+          besti2 = i2;
+          best_k = k;
+        }
+      }
+    }
+  }
+}
+
+#if defined(K3_SIMD_X86)
+// Eight consecutive i2 at once (one per lane); the winner is then chosen sequentially.
+void iq1m_split_search_avx2(const float* xb, const float* weight, const int* idx, float& scale, int& besti1,
+                            int& besti2, int& best_k) {
   constexpr int kBs = 16;
   float best_score = -FLT_MAX;
   const __m256 p0 = _mm256_set1_ps(kXp[0]), p1 = _mm256_set1_ps(kXp[1]), p2 = _mm256_set1_ps(kXp[2]);
@@ -122,9 +161,9 @@ void iq1m_split_search(const float* xb, const float* weight, const int* idx, flo
   }
 }
 
-}  // namespace
+#endif
 
-// IQ1_S block (50 B): d, qs[32] low index bytes, qh[8] u16 (3 high bits per group, scale in
+// IQ1_S (blk::IQ1_S): d, qs[32] low index bytes, qh[8] u16 (3 high bits per group, scale in
 // bits 12..14, delta sign in bit 15).
 void quantize_row_iq1_s(const float* x, uint8_t* out, int64_t n, const float* qw_row) {
   const GridIndex& gi = grid_index(Grid::Iq1s);
@@ -134,8 +173,7 @@ void quantize_row_iq1_s(const float* x, uint8_t* out, int64_t n, const float* qw
   int idx[kBs];
   int shifts[8];
   for (int64_t ibl = 0; ibl < n / kSuperBlock; ++ibl) {
-    uint8_t* y = out + ibl * 50;
-    std::memset(y, 0, 50);
+    blk::IQ1_S y{};
     uint16_t qh[8] = {};
     float max_scale = 0;
     const float* xbl = x + kSuperBlock * ibl;
@@ -209,7 +247,7 @@ void quantize_row_iq1_s(const float* x, uint8_t* out, int64_t n, const float* qw
       }
       uint16_t h = 0;
       for (int k = 0; k < 4; ++k) {
-        y[2 + 4 * ib + k] = static_cast<uint8_t>(index[k] & 255);
+        y.qs[4 * ib + k] = static_cast<uint8_t>(index[k] & 255);
         h = static_cast<uint16_t>(h | ((index[k] >> 8) << (3 * k)));
       }
       qh[ib] = h;
@@ -219,22 +257,24 @@ void quantize_row_iq1_s(const float* x, uint8_t* out, int64_t n, const float* qw
     }
 
     if (!max_scale) {
-      for (int ib = 0; ib < 8; ++ib) store_u16(y + 34 + 2 * ib, qh[ib]);
+      for (int ib = 0; ib < 8; ++ib) y.qh[ib] = qh[ib];
+      store_block(out, ibl, y);
       continue;
     }
     const float d = max_scale / 15;
-    store_u16(y, to_f16(d * 1.125f));
+    y.d = to_f16(d * 1.125f);
     const float id = 1 / d;
     for (int ib = 0; ib < 8; ++ib) {
       int l = sub_scale3(id, scales[ib]);
       if (shifts[ib] == -1) l |= 8;
       qh[ib] = static_cast<uint16_t>(qh[ib] | (l << 12));
-      store_u16(y + 34 + 2 * ib, qh[ib]);
+      y.qh[ib] = qh[ib];
     }
+    store_block(out, ibl, y);
   }
 }
 
-// IQ1_M block (56 B): qs[32] low index bytes, qh[16] (3 high bits + delta sign per group),
+// IQ1_M (blk::IQ1_M): qs[32] low index bytes, qh[16] (3 high bits + delta sign per group),
 // scales as 4 × u16 (3-bit scale per 16 values, f16 super-block scale in the top nibbles).
 void quantize_row_iq1_m(const float* x, uint8_t* out, int64_t n, const float* qw_row) {
   const GridIndex& gi = grid_index(Grid::Iq1s);
@@ -246,10 +286,9 @@ void quantize_row_iq1_m(const float* x, uint8_t* out, int64_t n, const float* qw
   int shifts[16];
   int indices[16][2];
   for (int64_t ibl = 0; ibl < n / kSuperBlock; ++ibl) {
-    uint8_t* y = out + ibl * 56;
-    std::memset(y, 0, 56);
-    uint8_t* qs = y;
-    uint8_t* qh = y + 32;
+    blk::IQ1_M y{};
+    uint8_t* qs = y.qs;
+    uint8_t* qh = y.qh;
     uint16_t sc[4] = {};
     float max_scale = 0;
     const float* xbl = x + kSuperBlock * ibl;
@@ -321,7 +360,10 @@ void quantize_row_iq1_m(const float* x, uint8_t* out, int64_t n, const float* qw
       max_scale = max_of(max_scale, scale);
     }
 
-    if (!max_scale) continue;
+    if (!max_scale) {
+      store_block(out, ibl, y);
+      continue;
+    }
 
     // Least-squares super-block scale over the chosen points and 3-bit sub-block scales; the
     // skipped sub-blocks take part too (index 0, scale code 0), as in ggml.
@@ -351,7 +393,8 @@ void quantize_row_iq1_m(const float* x, uint8_t* out, int64_t n, const float* qw
     sc[1] = static_cast<uint16_t>(sc[1] | ((bits & 0x00f0) << 8));
     sc[2] = static_cast<uint16_t>(sc[2] | ((bits & 0x0f00) << 4));
     sc[3] = static_cast<uint16_t>(sc[3] | (bits & 0xf000));
-    for (int i = 0; i < 4; ++i) store_u16(y + 48 + 2 * i, sc[i]);
+    for (int i = 0; i < 4; ++i) store_u16(y.scales + 2 * i, sc[i]);
+    store_block(out, ibl, y);
   }
 }
 

@@ -92,12 +92,12 @@ bool quantize_sub_block(const GridIndex& gi, const float* xb, const float* qw, f
 
 }  // namespace
 
-// IQ3_XXS block (98 B): d, qs[64] grid indices, 8 × u32 (4 × 7-bit sign index, scale << 28).
+// IQ3_XXS (blk::IQ3_XXS): d, qs[64] grid indices, then 8 × u32 (4 × 7-bit sign index,
+// scale << 28).
 void quantize_row_iq3_xxs(const float* x, uint8_t* out, int64_t n, const float* qw_row) {
   const GridIndex& gi = grid_index(Grid::Iq3xxs);
   for (int64_t ibl = 0; ibl < n / kSuperBlock; ++ibl) {
-    uint8_t* y = out + ibl * 98;
-    std::memset(y, 0, 98);
+    blk::IQ3_XXS y{};
     uint32_t scales_and_signs[8] = {};
     float scales[8];
     float max_scale = 0;
@@ -112,35 +112,32 @@ void quantize_row_iq3_xxs(const float* x, uint8_t* out, int64_t n, const float* 
         scales[ib] = 0;
         continue;
       }
-      for (int k = 0; k < 8; ++k) y[2 + 8 * ib + k] = static_cast<uint8_t>(r.index[k]);
+      for (int k = 0; k < 8; ++k) y.qs[8 * ib + k] = static_cast<uint8_t>(r.index[k]);
       scales_and_signs[ib] =
           r.signs[0] | (r.signs[1] << 7) | (r.signs[2] << 14) | (static_cast<uint32_t>(r.signs[3]) << 21);
       scales[ib] = r.scale;
       max_scale = max_of(max_scale, r.scale);
     }
     if (!max_scale) {
-      std::memset(y, 0, 98);  // ggml zeroes the whole block
+      store_block(out, ibl, blk::IQ3_XXS{});  // ggml zeroes the whole block
       continue;
     }
     const float d = max_scale / 31;
-    store_u16(y, to_f16(d * 1.0125f));
+    y.d = to_f16(d * 1.0125f);
     const float id = 1 / d;
     for (int ib = 0; ib < 8; ++ib) {
       scales_and_signs[ib] |= static_cast<uint32_t>(sub_scale(id, scales[ib])) << 28;
-      store_u32(y + 66 + 4 * ib, scales_and_signs[ib]);
+      store_u32(y.qs + 64 + 4 * ib, scales_and_signs[ib]);
     }
+    store_block(out, ibl, y);
   }
 }
 
-// IQ3_S block (110 B): d, qs[64] low index bytes, qh[8] index bit 8, signs[32], scales[4].
+// IQ3_S (blk::IQ3_S): d, qs[64] low index bytes, qh[8] index bit 8, signs[32], scales[4].
 void quantize_row_iq3_s(const float* x, uint8_t* out, int64_t n, const float* qw_row) {
   const GridIndex& gi = grid_index(Grid::Iq3s);
   for (int64_t ibl = 0; ibl < n / kSuperBlock; ++ibl) {
-    uint8_t* y = out + ibl * 110;
-    std::memset(y, 0, 110);
-    uint8_t* qs = y + 2;
-    uint8_t* qh = y + 66;
-    uint8_t* signs = y + 74;
+    blk::IQ3_S y{};
     float scales[8];
     float max_scale = 0;
     const float* xbl = x + kSuperBlock * ibl;
@@ -155,21 +152,25 @@ void quantize_row_iq3_s(const float* x, uint8_t* out, int64_t n, const float* qw
         continue;
       }
       for (int k = 0; k < 8; ++k) {
-        qs[8 * ib + k] = static_cast<uint8_t>(r.index[k] & 255);
-        qh[ib] |= static_cast<uint8_t>((r.index[k] >> 8) << k);
+        y.qs[8 * ib + k] = static_cast<uint8_t>(r.index[k] & 255);
+        y.qh[ib] |= static_cast<uint8_t>((r.index[k] >> 8) << k);
       }
-      for (int k = 0; k < 4; ++k) signs[4 * ib + k] = r.signs[k];
+      for (int k = 0; k < 4; ++k) y.signs[4 * ib + k] = r.signs[k];
       scales[ib] = r.scale;
       max_scale = max_of(max_scale, r.scale);
     }
-    if (!max_scale) continue;
+    if (!max_scale) {
+      store_block(out, ibl, y);
+      continue;
+    }
     const float d = max_scale / 31;
-    store_u16(y, to_f16(d * 1.033f));
+    y.d = to_f16(d * 1.033f);
     const float id = 1 / d;
     for (int ib = 0; ib < 8; ib += 2) {
-      y[106 + ib / 2] =
+      y.scales[ib / 2] =
           static_cast<uint8_t>(sub_scale(id, scales[ib]) | (sub_scale(id, scales[ib + 1]) << 4));
     }
+    store_block(out, ibl, y);
   }
 }
 

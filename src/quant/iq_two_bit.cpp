@@ -4,6 +4,8 @@
 // vector; IQ2_S falls back to 0.25·σ² + x².
 #pragma GCC optimize("fp-contract=off")
 
+#include <type_traits>
+
 #include "quant/iq_common.h"
 #include "quant/iq_grid_search.h"
 
@@ -85,15 +87,14 @@ inline int sub_scale(float id, float scale) {
 
 }  // namespace
 
-// IQ2_XXS block (66 B): d, then per 32 values u32 A (4 grid indices) and u32 B (4 × 7-bit sign
-// index, 4-bit scale in bits 28..31).
+// IQ2_XXS (blk::IQ2_XXS): d, then per 32 values u32 A (4 grid indices) and u32 B (4 × 7-bit
+// sign index, 4-bit scale in bits 28..31).
 void quantize_row_iq2_xxs(const float* x, uint8_t* out, int64_t n, const float* qw_row) {
   const GridIndex& gi = grid_index(Grid::Iq2xxs);
   float weight[32], xval[32], waux[32], scales[8];
   int8_t L[32], Laux[32];
   uint8_t block_signs[4];
   for (int64_t ibl = 0; ibl < n / kSuperBlock; ++ibl) {
-    uint8_t* y = out + ibl * 66;
     uint32_t q2[16] = {};
     float max_scale = 0;
     const float* xbl = x + kSuperBlock * ibl;
@@ -164,34 +165,35 @@ void quantize_row_iq2_xxs(const float* x, uint8_t* out, int64_t n, const float* 
       max_scale = max_of(max_scale, scale);
     }
 
-    std::memset(y, 0, 66);
-    if (!max_scale) continue;
-    const float d = max_scale / 31;
-    store_u16(y, to_f16(d));
-    const float id = 1 / d;
-    for (int ib = 0; ib < 8; ++ib) {
-      q2[2 * ib + 1] |= static_cast<uint32_t>(sub_scale(id, scales[ib])) << 28;
+    blk::IQ2_XXS y{};
+    if (max_scale) {
+      const float d = max_scale / 31;
+      y.d = to_f16(d);
+      const float id = 1 / d;
+      for (int ib = 0; ib < 8; ++ib) {
+        q2[2 * ib + 1] |= static_cast<uint32_t>(sub_scale(id, scales[ib])) << 28;
+      }
+      for (int i = 0; i < 16; ++i) store_u32(&y.qs[2 * i], q2[i]);
     }
-    for (int i = 0; i < 16; ++i) store_u32(y + 2 + 4 * i, q2[i]);
+    store_block(out, ibl, y);
   }
 }
 
 namespace {
 
-// IQ2_XS (74 B: d, u16 qs[32], scales[8]) and IQ2_S (82 B: d, qs[32] index bytes, signs[32],
-// qh[8], scales[8]) share one algorithm over 16-value sub-blocks.
+// IQ2_XS (blk::IQ2_XS: d, u16 qs[32], scales[8]) and IQ2_S (blk::IQ2_S: d, qs[32] index bytes,
+// then signs[32], qh[8], scales[8]) share one algorithm over 16-value sub-blocks.
 template <bool kIsS>
 void quantize_row_iq2_16(const float* x, uint8_t* out, int64_t n, const float* qw_row) {
+  using Block = std::conditional_t<kIsS, blk::IQ2_S, blk::IQ2_XS>;
   const GridIndex& gi = grid_index(kIsS ? Grid::Iq2s : Grid::Iq2xs);
-  constexpr size_t kBlockBytes = kIsS ? 82 : 74;
   constexpr float kEps = kIsS ? 1e-8f : 1e-15f;
   float weight[16], xval[16], waux[16], scales[16];
   int8_t L[16], Laux[16];
   bool is_on_grid[2], is_on_grid_aux[2];
   uint8_t block_signs[2];
   for (int64_t ibl = 0; ibl < n / kSuperBlock; ++ibl) {
-    uint8_t* y = out + ibl * kBlockBytes;
-    std::memset(y, 0, kBlockBytes);
+    Block y{};
     uint16_t q2[32] = {};  // IQ2_XS: index | sign << 9
     float max_scale = 0;
     const float* xbl = x + kSuperBlock * ibl;
@@ -259,9 +261,9 @@ void quantize_row_iq2_16(const float* x, uint8_t* out, int64_t n, const float* q
         const int p = index_of_levels(gi, L + 8 * k);
         const int i8 = 2 * ib + k;
         if constexpr (kIsS) {
-          y[2 + i8] = static_cast<uint8_t>(p & 255);
-          y[66 + i8 / 4] |= static_cast<uint8_t>((p >> 8) << (2 * (i8 % 4)));
-          y[2 + 32 + i8] = block_signs[k];
+          y.qs[i8] = static_cast<uint8_t>(p & 255);
+          y.qh[i8 / 4] |= static_cast<uint8_t>((p >> 8) << (2 * (i8 % 4)));
+          y.qs[32 + i8] = block_signs[k];
         } else {
           q2[i8] = static_cast<uint16_t>(p | (block_signs[k] << 9));
         }
@@ -272,11 +274,14 @@ void quantize_row_iq2_16(const float* x, uint8_t* out, int64_t n, const float* q
 
     // All scales zero: d stays 0. IQ2_S keeps the index/sign bytes already written (as ggml
     // does); IQ2_XS never copied its staged words, so its block is all zero, as in ggml.
-    if (!max_scale) continue;
+    if (!max_scale) {
+      store_block(out, ibl, y);
+      continue;
+    }
     const float d = max_scale / 31;
-    store_u16(y, to_f16(kIsS ? d * 0.9875f : d));
+    y.d = to_f16(kIsS ? d * 0.9875f : d);
     const float id = 1 / d;
-    uint8_t* sc = y + (kIsS ? 74 : 66);
+    uint8_t* sc = y.scales;
     for (int ib = 0; ib < 16; ++ib) {
       const int l = sub_scale(id, scales[ib]);
       if (ib % 2 == 0) {
@@ -286,8 +291,9 @@ void quantize_row_iq2_16(const float* x, uint8_t* out, int64_t n, const float* q
       }
     }
     if constexpr (!kIsS) {
-      for (int i = 0; i < 32; ++i) store_u16(y + 2 + 2 * i, q2[i]);
+      for (int i = 0; i < 32; ++i) y.qs[i] = q2[i];
     }
+    store_block(out, ibl, y);
   }
 }
 

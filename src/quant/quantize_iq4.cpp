@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "quant/block_bits.h"
 #include "quant/codebooks.h"
@@ -33,8 +32,8 @@ int best_index(float v) {
 }
 
 // One super-block of S elements (32 or 256): writes the f16 scale to dh, the packed nibbles to
-// q4, and for S = 256 the 6-bit scales to scales_h / scales_l.
-void iq4_superblock(int S, const float* x, uint8_t* dh, uint8_t* q4, uint8_t* scales_h, uint8_t* scales_l,
+// q4, and for S = 256 the 6-bit scales to scales_h / scales_l (zero on entry).
+void iq4_superblock(int S, const float* x, uint16_t& dh, uint8_t* q4, uint16_t* scales_h, uint8_t* scales_l,
                     const float* qw) {
   const int8_t* K = kValuesIq4nl;
   float sigma2 = 0;
@@ -96,10 +95,8 @@ void iq4_superblock(int S, const float* x, uint8_t* dh, uint8_t* q4, uint8_t* sc
   }
 
   if (S > 32) {
-    std::memset(scales_h, 0, 2);
-    std::memset(scales_l, 0, 4);
     const float d = -max_scale / 32;
-    store_f16(dh, d);
+    dh = fp32_to_fp16(d);
     const float id = d != 0 ? 1 / d : 0.f;
     uint16_t sh = 0;
     for (int ib = 0; ib < S / 32; ++ib) {
@@ -112,9 +109,9 @@ void iq4_superblock(int S, const float* x, uint8_t* dh, uint8_t* q4, uint8_t* sc
       else scales_l[ib / 2] = uint8_t(scales_l[ib / 2] | ((l & 0xF) << 4));
       sh = uint16_t(sh | ((l >> 4) << (2 * ib)));
     }
-    store_u16(scales_h, sh);
+    *scales_h = sh;
   } else {
-    store_f16(dh, scales[0]);
+    dh = fp32_to_fp16(scales[0]);
     const float id = scales[0] != 0 ? 1 / scales[0] : 0.f;
     for (int j = 0; j < 32; ++j) L[j] = uint8_t(best_index(id * x[j]));
   }
@@ -126,15 +123,18 @@ void iq4_superblock(int S, const float* x, uint8_t* dh, uint8_t* q4, uint8_t* sc
 
 void quantize_row_iq4_nl(const float* x, uint8_t* y, int64_t n, const float* imatrix) {
   for (int64_t ib = 0; ib < n / 32; ++ib) {
-    uint8_t* b = y + 18 * ib;
-    iq4_superblock(32, x + 32 * ib, b, b + 2, nullptr, nullptr, imatrix ? imatrix + 32 * ib : nullptr);
+    blk::IQ4_NL b{};
+    iq4_superblock(32, x + 32 * ib, b.d, b.qs, nullptr, nullptr, imatrix ? imatrix + 32 * ib : nullptr);
+    store_block(y, ib, b);
   }
 }
 
 void quantize_row_iq4_xs(const float* x, uint8_t* y, int64_t n, const float* imatrix) {
   for (int64_t ib = 0; ib < n / 256; ++ib) {
-    uint8_t* b = y + 136 * ib;
-    iq4_superblock(256, x + 256 * ib, b, b + 8, b + 2, b + 4, imatrix ? imatrix + 256 * ib : nullptr);
+    blk::IQ4_XS b{};
+    iq4_superblock(256, x + 256 * ib, b.d, b.qs, &b.scales_h, b.scales_l,
+                   imatrix ? imatrix + 256 * ib : nullptr);
+    store_block(y, ib, b);
   }
 }
 

@@ -35,13 +35,12 @@ float sum_sq(const float* x, int n) {
   return s;
 }
 
-// ---------------------------------------------------------------- Q2_K (84 B)
+// ---------------------------------------------------------------- Q2_K
 
-void q2_k_block(const float* x, uint8_t* y, const float* qw) {
+void q2_k_block(const float* x, blk::Q2_K& y, const float* qw) {
   uint8_t L[QK];
   float mins[16], scales[16];
-  uint8_t* sc = y;
-  uint8_t* qs = y + 16;
+  uint8_t* sc = y.scales;
   float d, dmin;
   if (!qw) {
     float weights[16];
@@ -55,20 +54,20 @@ void q2_k_block(const float* x, uint8_t* y, const float* qw) {
     if (max_scale > 0) {
       const float iscale = 15.f / max_scale;
       for (int j = 0; j < 16; ++j) sc[j] = uint8_t(nearest_int(iscale * scales[j]));
-      store_f16(y + 80, max_scale / 15.f);
+      y.d = fp32_to_fp16(max_scale / 15.f);
     } else {
       std::memset(sc, 0, 16);
-      store_f16(y + 80, 0.f);
+      y.d = fp32_to_fp16(0.f);
     }
     if (max_min > 0) {
       const float iscale = 15.f / max_min;
       for (int j = 0; j < 16; ++j) sc[j] = uint8_t(sc[j] | (nearest_int(iscale * mins[j]) << 4));
-      store_f16(y + 82, max_min / 15.f);
+      y.dmin = fp32_to_fp16(max_min / 15.f);
     } else {
-      store_f16(y + 82, 0.f);
+      y.dmin = fp32_to_fp16(0.f);
     }
-    d = load_f16(y + 80);
-    dmin = load_f16(y + 82);
+    d = fp16_to_fp32(y.d);
+    dmin = fp16_to_fp32(y.dmin);
   } else {
     const float sigma2 = sum_sq(x, QK) / QK;
     float weight[16], sw[16];
@@ -83,10 +82,10 @@ void q2_k_block(const float* x, uint8_t* y, const float* qw) {
     uint8_t Ls[16], Lm[16];
     const float dm = make_qp(16, 15, scales, Ls, sw);
     const float mm = make_qp(16, 15, mins, Lm, sw);
-    store_f16(y + 80, dm);
-    store_f16(y + 82, mm);
-    d = load_f16(y + 80);
-    dmin = load_f16(y + 82);
+    y.d = fp32_to_fp16(dm);
+    y.dmin = fp32_to_fp16(mm);
+    d = fp16_to_fp32(y.d);
+    dmin = fp16_to_fp32(y.dmin);
     for (int j = 0; j < 16; ++j) sc[j] = uint8_t(Ls[j] | (Lm[j] << 4));
   }
   for (int j = 0; j < 16; ++j) {
@@ -96,29 +95,24 @@ void q2_k_block(const float* x, uint8_t* y, const float* qw) {
     for (int i = 0; i < 16; ++i)
       L[16 * j + i] = uint8_t(clampi(nearest_int((x[16 * j + i] + mq) / dq), 0, 3));
   }
-  pack_2bit(L, qs);
+  pack_2bit(L, y.qs);
 }
 
-// ---------------------------------------------------------------- Q3_K (110 B)
+// ---------------------------------------------------------------- Q3_K
 
-// Six-bit value l (0..63) of sub-block j into the 12 scale bytes.
+// Six-bit value l (0..63) of sub-block j into the 12 scale bytes (the inverse of
+// blk::q3k_scales, which reads it back as l − 32).
 void put_scale_q3(uint8_t* s, int j, int l) {
   if (j < 8) s[j] = uint8_t(l & 0xF);
   else s[j - 8] = uint8_t(s[j - 8] | ((l & 0xF) << 4));
   s[8 + j % 4] = uint8_t(s[8 + j % 4] | ((l >> 4) << (2 * (j / 4))));
 }
 
-int get_scale_q3(const uint8_t* s, int j) {
-  const int low4 = j < 8 ? (s[j] & 0xF) : (s[j - 8] >> 4);
-  return (low4 | (((s[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
-}
-
-void q3_k_block(const float* x, uint8_t* y, const float* qw) {
+void q3_k_block(const float* x, blk::Q3_K& y, const float* qw) {
   int8_t L[QK];
   float scales[16];
-  uint8_t* hmask = y;
-  uint8_t* qs = y + 32;
-  uint8_t* sc = y + 96;
+  uint8_t* hmask = y.hmask;
+  uint8_t* sc = y.scales;
   std::memset(sc, 0, 12);
   if (!qw) {
     float max_scale = 0, amax = 0;
@@ -137,9 +131,9 @@ void q3_k_block(const float* x, uint8_t* y, const float* qw) {
         const int8_t l = int8_t(nearest_int(iscale * scales[j]));
         put_scale_q3(sc, j, clampi(l, -32, 31) + 32);
       }
-      store_f16(y + 108, 1 / iscale);
+      y.d = fp32_to_fp16(1 / iscale);
     } else {
-      store_f16(y + 108, 0.f);
+      y.d = fp32_to_fp16(0.f);
     }
   } else {
     const float sigma2 = 2 * sum_sq(x, QK) / QK;
@@ -155,11 +149,13 @@ void q3_k_block(const float* x, uint8_t* y, const float* qw) {
     int8_t Ls[16];
     const float d_block = make_qx(16, 32, scales, Ls, sw);
     for (int j = 0; j < 16; ++j) put_scale_q3(sc, j, Ls[j]);
-    store_f16(y + 108, d_block);
+    y.d = fp32_to_fp16(d_block);
   }
-  const float d = load_f16(y + 108);
+  const float d = fp16_to_fp32(y.d);
+  int8_t stored_scales[16];
+  blk::q3k_scales(sc, stored_scales);
   for (int j = 0; j < 16; ++j) {
-    const float dq = d * float(get_scale_q3(sc, j));
+    const float dq = d * float(stored_scales[j]);
     if (dq == 0) continue;
     for (int i = 0; i < 16; ++i) L[16 * j + i] = int8_t(clampi(nearest_int(x[16 * j + i] / dq), -4, 3) + 4);
   }
@@ -173,11 +169,13 @@ void q3_k_block(const float* x, uint8_t* y, const float* qw) {
     }
     low[e] = uint8_t(l);
   }
-  pack_2bit(low, qs);
+  pack_2bit(low, y.qs);
 }
 
 // ---------------------------------------------------------------- Q4_K / Q5_K
 
+// Six-bit scale ls and min lm of sub-block j into the 12 scale bytes (the inverse of
+// blk::q4k_scale_min).
 void put_scale_min_k4(uint8_t* s, int j, int ls, int lm) {
   if (j < 4) {
     s[j] = uint8_t(ls);
@@ -189,19 +187,11 @@ void put_scale_min_k4(uint8_t* s, int j, int ls, int lm) {
   }
 }
 
-void get_scale_min_k4(const uint8_t* s, int j, int& sc, int& m) {
-  if (j < 4) {
-    sc = s[j] & 63;
-    m = s[j + 4] & 63;
-  } else {
-    sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-    m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
-}
-
 // Shared by Q4_K (nmax 15) and Q5_K (nmax 31): fills d, dmin, the 12 scale bytes, and the
 // final levels L (0..nmax).
-void q45_k_levels(const float* x, uint8_t* dd, uint8_t* s, uint8_t* L, const float* qw, int nmax) {
+template <class Block>
+void q45_k_levels(const float* x, Block& y, uint8_t* L, const float* qw, int nmax) {
+  uint8_t* s = y.scales;
   float mins[8], scales[8];
   float weights[32];
   if (!qw) {
@@ -223,8 +213,8 @@ void q45_k_levels(const float* x, uint8_t* dd, uint8_t* s, uint8_t* L, const flo
       const int lm = std::min<int>(63, uint8_t(nearest_int(inv_min * mins[j])));
       put_scale_min_k4(s, j, ls, lm);
     }
-    store_f16(dd, max_scale / 63.f);
-    store_f16(dd + 2, max_min / 63.f);
+    y.d = fp32_to_fp16(max_scale / 63.f);
+    y.dmin = fp32_to_fp16(max_min / 63.f);
   } else {
     const float sigma2 = 2 * sum_sq(x, QK) / QK;
     float sw[8];
@@ -240,13 +230,13 @@ void q45_k_levels(const float* x, uint8_t* dd, uint8_t* s, uint8_t* L, const flo
     const float d_block = make_qp(8, 63, scales, Ls, sw);
     const float m_block = make_qp(8, 63, mins, Lm, sw);
     for (int j = 0; j < 8; ++j) put_scale_min_k4(s, j, Ls[j], Lm[j]);
-    store_f16(dd, d_block);
-    store_f16(dd + 2, m_block);
+    y.d = fp32_to_fp16(d_block);
+    y.dmin = fp32_to_fp16(m_block);
   }
-  const float d = load_f16(dd), dmin = load_f16(dd + 2);
+  const float d = fp16_to_fp32(y.d), dmin = fp16_to_fp32(y.dmin);
   for (int j = 0; j < 8; ++j) {
     int sc, m;
-    get_scale_min_k4(s, j, sc, m);
+    blk::q4k_scale_min(s, j, sc, m);
     const float dq = d * float(sc);
     if (dq == 0) continue;
     const float dm = dmin * float(m);
@@ -255,22 +245,19 @@ void q45_k_levels(const float* x, uint8_t* dd, uint8_t* s, uint8_t* L, const flo
   }
 }
 
-void q4_k_block(const float* x, uint8_t* y, const float* qw) {
+void q4_k_block(const float* x, blk::Q4_K& y, const float* qw) {
   uint8_t L[QK];
-  std::memset(y + 4, 0, 12);
-  q45_k_levels(x, y, y + 4, L, qw, 15);
-  uint8_t* q = y + 16;
+  q45_k_levels(x, y, L, qw, 15);
+  uint8_t* q = y.qs;
   for (int c = 0; c < 4; ++c)
     for (int l = 0; l < 32; ++l) q[32 * c + l] = uint8_t(L[64 * c + l] | (L[64 * c + l + 32] << 4));
 }
 
-void q5_k_block(const float* x, uint8_t* y, const float* qw) {
+void q5_k_block(const float* x, blk::Q5_K& y, const float* qw) {
   uint8_t L[QK];
-  std::memset(y + 4, 0, 12);
-  q45_k_levels(x, y, y + 4, L, qw, 31);
-  uint8_t* qh = y + 16;
-  uint8_t* ql = y + 48;
-  std::memset(qh, 0, 32);
+  q45_k_levels(x, y, L, qw, 31);
+  uint8_t* qh = y.qh;
+  uint8_t* ql = y.qs;
   for (int c = 0; c < 4; ++c) {
     for (int l = 0; l < 32; ++l) {
       int l1 = L[64 * c + l], l2 = L[64 * c + l + 32];
@@ -287,9 +274,9 @@ void q5_k_block(const float* x, uint8_t* y, const float* qw) {
   }
 }
 
-// ---------------------------------------------------------------- Q6_K (210 B)
+// ---------------------------------------------------------------- Q6_K
 
-void q6_k_block(const float* x, uint8_t* y, const float* qw) {
+void q6_k_block(const float* x, blk::Q6_K& y, const float* qw) {
   int8_t L[QK];
   float scales[16];
   float max_scale = 0, max_abs_scale = 0;
@@ -302,22 +289,22 @@ void q6_k_block(const float* x, uint8_t* y, const float* qw) {
     }
   }
   if (max_abs_scale < kGroupMaxEps) {
-    std::memset(y, 0, 210);
+    y = blk::Q6_K{};
     return;
   }
   const float iscale = -128.f / max_scale;
-  store_f16(y + 208, 1 / iscale);
-  auto* sc = reinterpret_cast<int8_t*>(y + 192);
+  y.d = fp32_to_fp16(1 / iscale);
+  int8_t* sc = y.scales;
   for (int j = 0; j < 16; ++j) sc[j] = int8_t(std::min(127, nearest_int(iscale * scales[j])));
-  const float d = load_f16(y + 208);
+  const float d = fp16_to_fp32(y.d);
   for (int j = 0; j < 16; ++j) {
     const float dq = d * float(sc[j]);
     if (dq == 0) continue;
     for (int i = 0; i < 16; ++i)
       L[16 * j + i] = int8_t(clampi(nearest_int(x[16 * j + i] / dq), -32, 31) + 32);
   }
-  uint8_t* ql = y;
-  uint8_t* qh = y + 128;
+  uint8_t* ql = y.ql;
+  uint8_t* qh = y.qh;
   for (int h = 0; h < 2; ++h) {
     const int8_t* Lh = L + 128 * h;
     for (int l = 0; l < 32; ++l) {
@@ -329,28 +316,32 @@ void q6_k_block(const float* x, uint8_t* y, const float* qw) {
   }
 }
 
-template <void (*Block)(const float*, uint8_t*, const float*), size_t Bytes>
+// Each block is built in a zeroed struct and then copied out (y has no alignment guarantee).
+template <class B, void (*Quantize)(const float*, B&, const float*)>
 void over_blocks(const float* x, uint8_t* y, int64_t n, const float* imatrix) {
-  for (int64_t ib = 0; ib < n / QK; ++ib)
-    Block(x + QK * ib, y + Bytes * size_t(ib), imatrix ? imatrix + QK * ib : nullptr);
+  for (int64_t ib = 0; ib < n / QK; ++ib) {
+    B b{};
+    Quantize(x + QK * ib, b, imatrix ? imatrix + QK * ib : nullptr);
+    store_block(y, ib, b);
+  }
 }
 
 }  // namespace
 
 void quantize_row_q2_k(const float* x, uint8_t* y, int64_t n, const float* imatrix) {
-  over_blocks<q2_k_block, 84>(x, y, n, imatrix);
+  over_blocks<blk::Q2_K, q2_k_block>(x, y, n, imatrix);
 }
 void quantize_row_q3_k(const float* x, uint8_t* y, int64_t n, const float* imatrix) {
-  over_blocks<q3_k_block, 110>(x, y, n, imatrix);
+  over_blocks<blk::Q3_K, q3_k_block>(x, y, n, imatrix);
 }
 void quantize_row_q4_k(const float* x, uint8_t* y, int64_t n, const float* imatrix) {
-  over_blocks<q4_k_block, 144>(x, y, n, imatrix);
+  over_blocks<blk::Q4_K, q4_k_block>(x, y, n, imatrix);
 }
 void quantize_row_q5_k(const float* x, uint8_t* y, int64_t n, const float* imatrix) {
-  over_blocks<q5_k_block, 176>(x, y, n, imatrix);
+  over_blocks<blk::Q5_K, q5_k_block>(x, y, n, imatrix);
 }
 void quantize_row_q6_k(const float* x, uint8_t* y, int64_t n, const float* imatrix) {
-  over_blocks<q6_k_block, 210>(x, y, n, imatrix);
+  over_blocks<blk::Q6_K, q6_k_block>(x, y, n, imatrix);
 }
 
 }  // namespace k3::quant::detail

@@ -15,26 +15,27 @@
 
 #include "quant/block_bits.h"
 #include "quant/codebooks.h"
-#include "quant/dequant_blocks.h"
 #include "quant/quant_rows.h"
 #include "quant/quant_search.h"
 
 namespace k3::quant::detail {
 
 void quantize_row_q8_0(const float* x, uint8_t* y, int64_t n, const float*) {
-  for (int64_t ib = 0; ib < n / 32; ++ib, x += 32, y += 34) {
+  for (int64_t ib = 0; ib < n / 32; ++ib, x += 32) {
     float amax = 0;
     for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
     const float d = amax / 127;
     const float id = d != 0 ? 1.0f / d : 0.0f;
-    store_f16(y, d);
-    for (int j = 0; j < 32; ++j) y[2 + j] = uint8_t(int8_t(std::roundf(x[j] * id)));
+    blk::Q8_0 b{};
+    b.d = fp32_to_fp16(d);
+    for (int j = 0; j < 32; ++j) b.qs[j] = int8_t(std::roundf(x[j] * id));
+    store_block(y, ib, b);
   }
 }
 
 namespace {
 
-void q4_0_block_plain(const float* x, uint8_t* y) {
+void q4_0_block_plain(const float* x, blk::Q4_0& y) {
   float amax = 0, max = 0;
   for (int j = 0; j < 32; ++j) {
     if (amax < std::fabs(x[j])) {
@@ -44,12 +45,12 @@ void q4_0_block_plain(const float* x, uint8_t* y) {
   }
   const float d = max / -8;
   const float id = d != 0 ? 1.0f / d : 0.0f;
-  store_f16(y, d);
+  y.d = fp32_to_fp16(d);
   for (int j = 0; j < 16; ++j) {
     // The reference truncates through int8 (x·id + 8.5 ∈ [0.5, 16.5]) and caps at 15.
     const int q0 = std::min(15, int(int8_t(x[j] * id + 8.5f)));
     const int q1 = std::min(15, int(int8_t(x[j + 16] * id + 8.5f)));
-    y[2 + j] = uint8_t(q0 | (q1 << 4));
+    y.qs[j] = uint8_t(q0 | (q1 << 4));
   }
 }
 
@@ -57,7 +58,11 @@ void q4_0_block_plain(const float* x, uint8_t* y) {
 
 void quantize_row_q4_0(const float* x, uint8_t* y, int64_t n, const float* imatrix) {
   if (!imatrix) {
-    for (int64_t ib = 0; ib < n / 32; ++ib) q4_0_block_plain(x + 32 * ib, y + 18 * ib);
+    for (int64_t ib = 0; ib < n / 32; ++ib) {
+      blk::Q4_0 b{};
+      q4_0_block_plain(x + 32 * ib, b);
+      store_block(y, ib, b);
+    }
     return;
   }
   float sum_x2 = 0;
@@ -66,20 +71,21 @@ void quantize_row_q4_0(const float* x, uint8_t* y, int64_t n, const float* imatr
   for (int64_t ib = 0; ib < n / 32; ++ib) {
     const float* xb = x + 32 * ib;
     const float* qw = imatrix + 32 * ib;
-    uint8_t* yb = y + 18 * ib;
     float w[32];
     for (int j = 0; j < 32; ++j) w[j] = qw[j] * std::sqrt(sigma2 + xb[j] * xb[j]);
     int8_t L[32];
     const float d = make_qx(32, 8, xb, L, w);
-    store_f16(yb, d);
-    for (int j = 0; j < 16; ++j) yb[2 + j] = uint8_t(L[j] | (L[j + 16] << 4));
+    blk::Q4_0 b{};
+    b.d = fp32_to_fp16(d);
+    for (int j = 0; j < 16; ++j) b.qs[j] = uint8_t(L[j] | (L[j + 16] << 4));
+    store_block(y, ib, b);
   }
 }
 
 namespace {
 
 // Stores 32 five-bit levels: low nibbles in qs (element j and j+16 share byte j), the fifth
-// bits in qh.
+// bits in the u32 qh.
 void store_q5_levels(const uint8_t* L, uint8_t* qh_at, uint8_t* qs) {
   uint32_t qh = 0;
   for (int j = 0; j < 16; ++j) {
@@ -100,7 +106,7 @@ void block_weights(const float* xb, const float* qw, float sigma2, float* w) {
   for (int j = 0; j < 32; ++j) w[j] = qw[j] * std::sqrt(sigma2 + xb[j] * xb[j]);
 }
 
-void q5_0_block_plain(const float* x, uint8_t* y) {
+void q5_0_block_plain(const float* x, blk::Q5_0& y) {
   float amax = 0, max = 0;
   for (int j = 0; j < 32; ++j) {
     if (amax < std::fabs(x[j])) {
@@ -110,14 +116,14 @@ void q5_0_block_plain(const float* x, uint8_t* y) {
   }
   const float d = max / -16;
   const float id = d != 0 ? 1.0f / d : 0.0f;
-  store_f16(y, d);
+  y.d = fp32_to_fp16(d);
   uint8_t L[32];
   // x·id + 16.5 lies in [0.5, 32.5]: truncation through int8 as the reference does, cap 31.
   for (int j = 0; j < 32; ++j) L[j] = uint8_t(std::min(31, int(int8_t(x[j] * id + 16.5f))));
-  store_q5_levels(L, y + 2, y + 6);
+  store_q5_levels(L, y.qh, y.qs);
 }
 
-void q5_1_block_plain(const float* x, uint8_t* y) {
+void q5_1_block_plain(const float* x, blk::Q5_1& y) {
   float min = x[0], max = x[0];
   for (int j = 1; j < 32; ++j) {
     if (x[j] < min) min = x[j];
@@ -125,52 +131,62 @@ void q5_1_block_plain(const float* x, uint8_t* y) {
   }
   const float d = (max - min) / 31;
   const float id = d != 0 ? 1.0f / d : 0.0f;
-  store_f16(y, d);
-  store_f16(y + 2, min);
+  y.d = fp32_to_fp16(d);
+  y.m = fp32_to_fp16(min);
   uint8_t L[32];
   for (int j = 0; j < 32; ++j) L[j] = uint8_t((x[j] - min) * id + 0.5f);
-  store_q5_levels(L, y + 4, y + 8);
+  store_q5_levels(L, y.qh, y.qs);
 }
 
 }  // namespace
 
 void quantize_row_q5_0(const float* x, uint8_t* y, int64_t n, const float* imatrix) {
   if (!imatrix) {
-    for (int64_t ib = 0; ib < n / 32; ++ib) q5_0_block_plain(x + 32 * ib, y + 22 * ib);
+    for (int64_t ib = 0; ib < n / 32; ++ib) {
+      blk::Q5_0 b{};
+      q5_0_block_plain(x + 32 * ib, b);
+      store_block(y, ib, b);
+    }
     return;
   }
   const float sigma2 = row_sigma2(x, n);
   for (int64_t ib = 0; ib < n / 32; ++ib) {
     const float* xb = x + 32 * ib;
-    uint8_t* yb = y + 22 * ib;
     float w[32];
     block_weights(xb, imatrix + 32 * ib, sigma2, w);
     int8_t L[32];
     const float d = make_qx(32, 16, xb, L, w);
-    store_f16(yb, d);
+    blk::Q5_0 b{};
+    b.d = fp32_to_fp16(d);
     uint8_t U[32];
     for (int j = 0; j < 32; ++j) U[j] = uint8_t(L[j]);
-    store_q5_levels(U, yb + 2, yb + 6);
+    store_q5_levels(U, b.qh, b.qs);
+    store_block(y, ib, b);
   }
 }
 
 void quantize_row_q5_1(const float* x, uint8_t* y, int64_t n, const float* imatrix) {
   if (!imatrix) {
-    for (int64_t ib = 0; ib < n / 32; ++ib) q5_1_block_plain(x + 32 * ib, y + 24 * ib);
+    for (int64_t ib = 0; ib < n / 32; ++ib) {
+      blk::Q5_1 b{};
+      q5_1_block_plain(x + 32 * ib, b);
+      store_block(y, ib, b);
+    }
     return;
   }
   const float sigma2 = row_sigma2(x, n);
   for (int64_t ib = 0; ib < n / 32; ++ib) {
     const float* xb = x + 32 * ib;
-    uint8_t* yb = y + 24 * ib;
     float w[32];
     block_weights(xb, imatrix + 32 * ib, sigma2, w);
     uint8_t L[32];
     float the_min = 0;
     const float d = make_qkx3(32, 31, xb, w, L, &the_min, -0.9f, 0.05f, 36, false);
-    store_f16(yb, d);
-    store_f16(yb + 2, -the_min);
-    store_q5_levels(L, yb + 4, yb + 8);
+    blk::Q5_1 b{};
+    b.d = fp32_to_fp16(d);
+    b.m = fp32_to_fp16(-the_min);
+    store_q5_levels(L, b.qh, b.qs);
+    store_block(y, ib, b);
   }
 }
 
@@ -193,18 +209,19 @@ int best_fp4_code(float v, float d) {
 }  // namespace
 
 void quantize_row_mxfp4(const float* x, uint8_t* y, int64_t n, const float*) {
-  for (int64_t ib = 0; ib < n / 32; ++ib, x += 32, y += 17) {
+  for (int64_t ib = 0; ib < n / 32; ++ib, x += 32) {
     float amax = 0;
     for (int j = 0; j < 32; ++j) {
       if (amax < std::fabs(x[j])) amax = std::fabs(x[j]);
     }
     // The f32 expression floor(log2(amax)) - 2 + 127, converted to the stored byte.
     const uint8_t e = amax > 0 ? uint8_t(int(std::floor(std::log2(amax)) - 2 + 127)) : 0;
-    const float d = e8m0_half(e);
-    y[0] = e;
-    for (int j = 0; j < 16; ++j) {
-      y[1 + j] = uint8_t(best_fp4_code(x[j], d) | (best_fp4_code(x[j + 16], d) << 4));
-    }
+    const float d = blk::e8m0_half(e);
+    blk::MXFP4 b{};
+    b.e = e;
+    for (int j = 0; j < 16; ++j)
+      b.qs[j] = uint8_t(best_fp4_code(x[j], d) | (best_fp4_code(x[j + 16], d) << 4));
+    store_block(y, ib, b);
   }
 }
 

@@ -1,7 +1,8 @@
 // quant/types: the ggml tensor type table (ids, block sizes, bytes per block).
 // Contract: ids and sizes are those of ggml's type_traits table (the GGUF on-disk
 // facts). type_info() returns nullptr for ids that are removed, activation-only where a file
-// cannot hold them, or unknown, so a reader can reject them with its own context.
+// cannot hold them, or unknown, so a reader can reject them with its own context. The table is
+// constexpr: block_bytes(t) is a constant expression (quant/blocks.h asserts against it).
 #pragma once
 
 #include <cstddef>
@@ -57,6 +58,58 @@ struct TypeInfo {
   bool quantized;       // block-quantized (not a plain scalar type)
   bool file_type;       // may appear in a GGUF file
 };
+
+namespace detail {
+
+// The table itself, in the header so that block sizes are constant expressions (quant/blocks.h
+// asserts its layouts against it). Columns: type, name, block_elems, block_bytes, quantized,
+// file_type.
+inline constexpr TypeInfo kTypeTable[] = {
+    {Type::F32, "F32", 1, 4, false, true},
+    {Type::F16, "F16", 1, 2, false, true},
+    {Type::Q4_0, "Q4_0", 32, 18, true, true},
+    {Type::Q4_1, "Q4_1", 32, 20, true, true},
+    {Type::Q5_0, "Q5_0", 32, 22, true, true},
+    {Type::Q5_1, "Q5_1", 32, 24, true, true},
+    {Type::Q8_0, "Q8_0", 32, 34, true, true},
+    {Type::Q8_1, "Q8_1", 32, 36, true, false},
+    {Type::Q2_K, "Q2_K", 256, 84, true, true},
+    {Type::Q3_K, "Q3_K", 256, 110, true, true},
+    {Type::Q4_K, "Q4_K", 256, 144, true, true},
+    {Type::Q5_K, "Q5_K", 256, 176, true, true},
+    {Type::Q6_K, "Q6_K", 256, 210, true, true},
+    {Type::Q8_K, "Q8_K", 256, 292, true, false},
+    {Type::IQ2_XXS, "IQ2_XXS", 256, 66, true, true},
+    {Type::IQ2_XS, "IQ2_XS", 256, 74, true, true},
+    {Type::IQ3_XXS, "IQ3_XXS", 256, 98, true, true},
+    {Type::IQ1_S, "IQ1_S", 256, 50, true, true},
+    {Type::IQ4_NL, "IQ4_NL", 32, 18, true, true},
+    {Type::IQ3_S, "IQ3_S", 256, 110, true, true},
+    {Type::IQ2_S, "IQ2_S", 256, 82, true, true},
+    {Type::IQ4_XS, "IQ4_XS", 256, 136, true, true},
+    {Type::I8, "I8", 1, 1, false, true},
+    {Type::I16, "I16", 1, 2, false, true},
+    {Type::I32, "I32", 1, 4, false, true},
+    {Type::I64, "I64", 1, 8, false, true},
+    {Type::F64, "F64", 1, 8, false, true},
+    {Type::IQ1_M, "IQ1_M", 256, 56, true, true},
+    {Type::BF16, "BF16", 1, 2, false, true},
+    {Type::TQ1_0, "TQ1_0", 256, 54, true, true},
+    {Type::TQ2_0, "TQ2_0", 256, 66, true, true},
+    {Type::MXFP4, "MXFP4", 32, 17, true, true},
+    {Type::NVFP4, "NVFP4", 64, 36, true, true},
+    {Type::Q1_0, "Q1_0", 128, 18, true, true},
+    {Type::Q2_0, "Q2_0", 64, 18, true, true},
+};
+
+}  // namespace detail
+
+// Bytes per block of t (0 for a type the table lacks); usable in constant expressions.
+constexpr size_t block_bytes(Type t) {
+  for (const TypeInfo& info : detail::kTypeTable)
+    if (info.type == t) return info.block_bytes;
+  return 0;
+}
 
 // nullptr for removed/unknown ids.
 const TypeInfo* type_info(uint32_t id);

@@ -1,7 +1,6 @@
 // tools/membw: multi-threaded streaming-read bandwidth and its per-machine cache.
 #include "tools/bench/membw.h"
 
-#include <immintrin.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -21,7 +20,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "kernels/vec_dot.h"
+#include "kernels/stream_read.h"
 
 namespace k3::tools {
 namespace {
@@ -29,34 +28,6 @@ namespace {
 struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }
 };
-
-// Four independent accumulators keep several loads in flight; the sum is returned so the
-// compiler cannot drop the reads. With a prefetch distance the loop also asks for the lines
-// that far ahead into L2: on some hosts one core's hardware prefetchers leave bandwidth unused
-// that software prefetch reaches (a 2-vCPU Xeon VM: 24 GB/s plain, 27.4 prefetched 4 KiB
-// ahead, 5 % more again 3 KiB ahead), and the roofline must be the best a reader can get, or
-// a kernel that prefetches would beat "100 %".
-template <size_t kAhead>
-uint64_t sum_slice(const __m256i* p, size_t n) {
-  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    if constexpr (kAhead > 0) {
-      const char* ahead = reinterpret_cast<const char*>(p + i) + kAhead;
-      _mm_prefetch(ahead, _MM_HINT_T1);
-      _mm_prefetch(ahead + 64, _MM_HINT_T1);
-    }
-    a0 = _mm256_add_epi64(a0, _mm256_load_si256(p + i));
-    a1 = _mm256_add_epi64(a1, _mm256_load_si256(p + i + 1));
-    a2 = _mm256_add_epi64(a2, _mm256_load_si256(p + i + 2));
-    a3 = _mm256_add_epi64(a3, _mm256_load_si256(p + i + 3));
-  }
-  for (; i < n; ++i) a0 = _mm256_add_epi64(a0, _mm256_load_si256(p + i));
-  const __m256i s = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
-  alignas(32) uint64_t lanes[4];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), s);
-  return lanes[0] + lanes[1] + lanes[2] + lanes[3];
-}
 
 std::string trim(std::string s) {
   const auto b = s.find_first_not_of(" \t");
@@ -107,23 +78,21 @@ double measure_read_bandwidth(const MemBwOptions& opt) {
   // Touch every page with non-zero data so the reads hit real, distinct memory.
   std::memset(buf.get(), 1, bytes);
 
-  const size_t n_vec = bytes / sizeof(__m256i);
-  const auto* base = static_cast<const __m256i*>(buf.get());
+  const auto* base = static_cast<const unsigned char*>(buf.get());
   std::vector<uint64_t> sink(static_cast<size_t>(nt));
   double best = 0;
   // Runs cycle through plain reads and reads prefetching as far ahead as the decode kernels do
-  // (kernels::kDecodePrefetchBytes) and 4 KiB ahead; the best of all is the figure.
-  constexpr uint64_t (*kReaders[])(const __m256i*, size_t) = {
-      sum_slice<0>, sum_slice<kernels::kDecodePrefetchBytes>, sum_slice<4096>};
-  constexpr int kVariants = static_cast<int>(std::size(kReaders));
+  // and 4 KiB ahead (kernels/stream_read.h); the best of all is the figure.
+  constexpr int kVariants = static_cast<int>(std::size(kernels::kStreamPrefetchChoices));
+  const size_t n_lines = bytes / 32;  // each thread's slice stays 32-byte aligned
   for (int run = 0; run < kVariants * std::max(1, opt.runs); ++run) {
-    const auto read = kReaders[run % kVariants];
+    const int ahead = kernels::kStreamPrefetchChoices[run % kVariants];
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::thread> threads;
     for (int t = 0; t < nt; ++t) {
       threads.emplace_back([&, t] {
-        const size_t b = n_vec * t / nt, e = n_vec * (t + 1) / nt;
-        sink[t] += read(base + b, e - b);
+        const size_t b = n_lines * t / nt, e = n_lines * (t + 1) / nt;
+        sink[t] += kernels::stream_read_sum(base + 32 * b, 32 * (e - b), ahead);
       });
     }
     for (auto& th : threads) th.join();

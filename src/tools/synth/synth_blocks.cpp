@@ -3,12 +3,14 @@
 #include "tools/synth/synth_blocks.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cmath>
 #include <cstring>
 #include <thread>
 #include <vector>
 
 #include "core/error.h"
+#include "quant/blocks.h"
 #include "quant/codec.h"
 
 namespace k3::tools {
@@ -92,8 +94,10 @@ uint8_t ue4m3_for(double half) {
   return best;
 }
 
-// Overwrites the scale fields of one block so it decodes with scale `d`.
+// Overwrites the scale fields of one block so it decodes with scale `d`. Where each format
+// keeps them is quant/blocks.h's layout (offsetof its fields).
 void set_scales(Type t, uint8_t* b, float d, uint8_t e8m0, uint8_t ue4m3) {
+  namespace blk = quant::blk;
   switch (t) {
     case Type::Q4_0:
     case Type::Q5_0:
@@ -107,44 +111,44 @@ void set_scales(Type t, uint8_t* b, float d, uint8_t e8m0, uint8_t ue4m3) {
     case Type::IQ3_XXS:
     case Type::IQ3_S:
     case Type::IQ4_XS:
-    case Type::IQ1_S: put_f16(b, d); return;
+    case Type::IQ1_S: put_f16(b, d); return;  // d is every one's first field
     case Type::Q4_1:
-      put_f16(b, d);
-      put_f16(b + 2, -7.5f * d);
+      put_f16(b + offsetof(blk::Q4_1, d), d);
+      put_f16(b + offsetof(blk::Q4_1, m), -7.5f * d);
       return;
     case Type::Q5_1:
-      put_f16(b, d);
-      put_f16(b + 2, -15.5f * d);
+      put_f16(b + offsetof(blk::Q5_1, d), d);
+      put_f16(b + offsetof(blk::Q5_1, m), -15.5f * d);
       return;
     case Type::Q2_K:
-      put_f16(b + 80, d);
-      put_f16(b + 82, 1.5f * d);
+      put_f16(b + offsetof(blk::Q2_K, d), d);
+      put_f16(b + offsetof(blk::Q2_K, dmin), 1.5f * d);
       return;
-    case Type::Q3_K: put_f16(b + 108, d); return;
+    case Type::Q3_K: put_f16(b + offsetof(blk::Q3_K, d), d); return;
     case Type::Q4_K:
-      put_f16(b, d);
-      put_f16(b + 2, 7.5f * d);
+      put_f16(b + offsetof(blk::Q4_K, d), d);
+      put_f16(b + offsetof(blk::Q4_K, dmin), 7.5f * d);
       return;
     case Type::Q5_K:
-      put_f16(b, d);
-      put_f16(b + 2, 15.5f * d);
+      put_f16(b + offsetof(blk::Q5_K, d), d);
+      put_f16(b + offsetof(blk::Q5_K, dmin), 15.5f * d);
       return;
-    case Type::Q6_K: put_f16(b + 208, d); return;
-    case Type::TQ1_0: put_f16(b + 52, d); return;
-    case Type::TQ2_0: put_f16(b + 64, d); return;
+    case Type::Q6_K: put_f16(b + offsetof(blk::Q6_K, d), d); return;
+    case Type::TQ1_0: put_f16(b + offsetof(blk::TQ1_0, d), d); return;
+    case Type::TQ2_0: put_f16(b + offsetof(blk::TQ2_0, d), d); return;
     case Type::IQ1_M: {
       // The f16 scale lives in the top nibble of each of the four u16 scale words.
-      uint16_t bits = quant::fp32_to_fp16(d);
+      const uint16_t bits = quant::fp32_to_fp16(d);
+      uint8_t* words = b + offsetof(blk::IQ1_M, scales);
       for (int i = 0; i < 4; ++i) {
-        uint16_t w;
-        std::memcpy(&w, b + 48 + 2 * i, 2);
-        w = static_cast<uint16_t>((w & 0x0FFF) | (((bits >> (4 * i)) & 0xF) << 12));
-        std::memcpy(b + 48 + 2 * i, &w, 2);
+        const uint16_t w = blk::load_u16(words + 2 * i);
+        blk::store_u16(words + 2 * i,
+                       static_cast<uint16_t>((w & 0x0FFF) | (((bits >> (4 * i)) & 0xF) << 12)));
       }
       return;
     }
-    case Type::MXFP4: b[0] = e8m0; return;
-    case Type::NVFP4: std::memset(b, ue4m3, 4); return;
+    case Type::MXFP4: b[offsetof(blk::MXFP4, e)] = e8m0; return;
+    case Type::NVFP4: std::memset(b + offsetof(blk::NVFP4, d), ue4m3, sizeof(blk::NVFP4::d)); return;
     default: return;
   }
 }

@@ -13,8 +13,9 @@
 #include <cstring>
 
 #include "kernels/act_quant.h"
-#include "kernels/blocks.h"
-#include "kernels/simd.h"
+#include "quant/blocks.h"
+#include "kernels/x86/rows_group.h"
+#include "kernels/x86/simd.h"
 #include "kernels/vec_dot_impl.h"
 #include "quant/codebooks.h"
 
@@ -23,8 +24,6 @@ namespace k3::kernels::impl {
 namespace {
 
 inline const __m256i* v256(const void* p) { return reinterpret_cast<const __m256i*>(p); }
-
-#include "kernels/rows_group_body.h"
 
 // Rows per group of the multi-row entry points; the rest go one at a time. 4 gained no more
 // than 2 on short rows and lost a little on 7168-wide ones (16 ymm registers).
@@ -143,7 +142,7 @@ void iq2_xxs_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float
       }
     }
     K3_UNROLL for (int r = 0; r < R; ++r) {
-      const float d = blk::f16(x[r][b].d);
+      const float d = simd::f16(x[r][b].d);
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[b].d), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
     }
   }
@@ -178,7 +177,7 @@ void iq2_xxs_tokens(int64_t n, const void* w, const void* act, size_t st, float*
         sumi[t] = _mm256_add_epi32(sumi[t], simd::dot_us(g, _mm256_sign_epi8(av, sg), ls));
       }
     }
-    const float d = blk::f16(x[b].d);
+    const float d = simd::f16(x[b].d);
     K3_UNROLL for (int t = 0; t < NT; ++t) acc[t] =
         _mm256_fmadd_ps(_mm256_set1_ps(d * y[t][b].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
   }
@@ -225,7 +224,7 @@ void iq2_xs_nt(int64_t n, const void* w, const void* act, size_t st, float* out)
         sumi[t] = _mm256_add_epi32(sumi[t], simd::dot_us(g, _mm256_sign_epi8(av, sg), ls));
       }
     }
-    const float d = blk::f16(x[b].d);
+    const float d = simd::f16(x[b].d);
     K3_UNROLL for (int t = 0; t < NT; ++t) acc[t] =
         _mm256_fmadd_ps(_mm256_set1_ps(d * y[t][b].d), _mm256_cvtepi32_ps(sumi[t]), acc[t]);
   }
@@ -396,19 +395,19 @@ void iq1_nt(int64_t n, const void* w, const void* act, size_t st, float* out, Un
 
 template <int NT>
 void iq1_s_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
-  iq1_nt<NT, blk::IQ1_S>(n, w, act, st, out, iq1s_unpack, [](const blk::IQ1_S& x) { return blk::f16(x.d); });
+  iq1_nt<NT, blk::IQ1_S>(n, w, act, st, out, iq1s_unpack, [](const blk::IQ1_S& x) { return simd::f16(x.d); });
 }
 
 template <int NT>
 void iq1_m_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
   iq1_nt<NT, blk::IQ1_M>(n, w, act, st, out, iq1m_unpack,
-                         [](const blk::IQ1_M& x) { return blk::iq1m_d(x.scales); });
+                         [](const blk::IQ1_M& x) { return simd::f16(blk::iq1m_scale_bits(x.scales)); });
 }
 
 template <int R>
 void iq1_m_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* out) {
   iq1_rows<R, blk::IQ1_M>(n, w, rs, act, out, iq1m_unpack,
-                          [](const blk::IQ1_M& x) { return blk::iq1m_d(x.scales); });
+                          [](const blk::IQ1_M& x) { return simd::f16(blk::iq1m_scale_bits(x.scales)); });
 }
 
 }  // namespace

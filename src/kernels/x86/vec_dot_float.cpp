@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "kernels/simd.h"
+#include "kernels/x86/simd.h"
 #include "kernels/vec_dot_impl.h"
 
 namespace k3::kernels::impl {

@@ -1,14 +1,23 @@
-// kernels/rows_group_body: what the multi-row decode kernels (DotRowsFn, vec_dot.h) of the
+// kernels/x86/rows_group: what the multi-row decode kernels (DotRowsFn, vec_dot.h) of the
 // AVX2 (vec_dot_iquants.cpp) and AVX-512 (vec_dot_avx512.cpp) builds share: the L2 prefetch
 // distance of a block, for one row or a group of rows read side by side, and the driver that
 // runs whole groups and then the remaining rows one at a time.
-// Include inside an anonymous namespace after immintrin.h: each file is compiled for its own
-// target and needs its own copy (as vec_dot_q8_body.h).
+// Internal linkage, like simd.h: each including file is compiled for its own target and keeps
+// its own copy.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace k3::kernels::impl {
+namespace {
 
 // Decode reads expert matrices of a few hundred KiB, each cold, at only 3–15 GB/s per core;
 // the hardware prefetchers ramp up too slowly for that, so each block asks for the line 2 KiB
 // ahead into L2 (streaming IQ1_M measured ~25 % faster than without; into L2 rather than L1
-// another ~3 %, as for Q8_0 in vec_dot_q8_body.h).
+// another ~3 %, as for Q8_0 in q8_loops.h).
 constexpr size_t kPfAhead = 2048;
 
 // A group of R rows reads them side by side, so 2 KiB past a block is mostly the next row of
@@ -37,3 +46,6 @@ void rows_by_group(int64_t n, const void* w, size_t rs, int64_t n_rows, const vo
   for (; r + kRows <= n_rows; r += kRows) Group(n, p + r * rs, rs, act, out + r);
   for (; r < n_rows; ++r) One(n, p + r * rs, rs, act, out + r);
 }
+
+}  // namespace
+}  // namespace k3::kernels::impl

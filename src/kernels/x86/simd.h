@@ -1,6 +1,10 @@
-// kernels/simd: small AVX2 helpers shared by the vec_dot kernels (private to kernels/).
+// kernels/x86/simd: small AVX2 helpers shared by the x86 kernels (private to kernels/x86/).
 // Contract: pure register functions; nt dispatch maps a runtime token count 1..4 onto the
 // compile-time-unrolled kernel templates.
+// Internal linkage (the anonymous namespace): the AVX-512 and AVX-VNNI files include this
+// header under their own -m flags, and an inline function with external linkage could then be
+// emitted there in a wider encoding and picked by the linker for every caller
+// (lint.isa_objects checks that those objects define no shared symbols).
 #pragma once
 
 #include <immintrin.h>
@@ -9,12 +13,21 @@
 #include <cstdint>
 
 namespace k3::kernels::simd {
+namespace {
+
+// IEEE binary16 → float (F16C, exact).
+inline float f16(uint16_t h) { return _cvtsh_ss(h); }
 
 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
+}
+
+inline double hsum_pd(__m256d v) {
+  const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
 }
 
 inline int hsum_i32(__m256i v) {
@@ -39,6 +52,7 @@ inline const uint8_t* tok(const void* act, size_t stride, int t) {
   return static_cast<const uint8_t*>(act) + static_cast<size_t>(t) * stride;
 }
 
+}  // namespace
 }  // namespace k3::kernels::simd
 
 // Full unrolling of the short token/sub-block loops keeps the per-token accumulators in

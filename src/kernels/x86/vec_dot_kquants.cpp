@@ -6,8 +6,9 @@
 #include <immintrin.h>
 
 #include "kernels/act_quant.h"
-#include "kernels/blocks.h"
-#include "kernels/simd.h"
+#include "quant/blocks.h"
+#include "kernels/x86/q3k_scales.h"
+#include "kernels/x86/simd.h"
 #include "kernels/vec_dot_impl.h"
 
 namespace k3::kernels::impl {
@@ -50,7 +51,7 @@ void q2_k_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
     const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].scales));
     const __m128i sc = _mm_and_si128(raw, _mm_set1_epi8(0x0F));
     const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), _mm_set1_epi8(0x0F)));
-    const float dall = blk::f16(x[b].d), dmin = blk::f16(x[b].dmin);
+    const float dall = simd::f16(x[b].d), dmin = simd::f16(x[b].dmin);
     __m256i sumi[NT];
     K3_UNROLL for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
     K3_UNROLL for (int h = 0; h < 2; ++h) {
@@ -75,8 +76,6 @@ void q2_k_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
   }
   K3_UNROLL for (int t = 0; t < NT; ++t) out[t] = simd::hsum(acc[t]);
 }
-
-#include "kernels/q3k_scales_body.h"
 
 template <int NT>
 void q3_k_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
@@ -107,7 +106,7 @@ void q3_k_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
         }
       }
     }
-    const float d = blk::f16(x[b].d);
+    const float d = simd::f16(x[b].d);
     K3_UNROLL for (int t = 0; t < NT; ++t) {
       // q3 = u − 4: remove 4·Σ_j s_j·bsums_j
       const __m256i bs = _mm256_loadu_si256(v256(y[t][b].bsums));
@@ -154,7 +153,7 @@ void q4_k_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
         sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(dot_us(lo, a0, slo), dot_us(hi, a1, shi)));
       }
     }
-    const float dall = blk::f16(x[b].d), dmin = blk::f16(x[b].dmin);
+    const float dall = simd::f16(x[b].d), dmin = simd::f16(x[b].dmin);
     K3_UNROLL for (int t = 0; t < NT; ++t) {
       const __m256i bs = _mm256_loadu_si256(v256(y[t][b].bsums));
       const __m256 fm = _mm256_cvtepi32_ps(_mm256_madd_epi16(bs, mins));
@@ -199,7 +198,7 @@ void q6_k_nt(int64_t n, const void* w, const void* act, size_t st, float* out) {
         }
       }
     }
-    const float d = blk::f16(x[b].d);
+    const float d = simd::f16(x[b].d);
     K3_UNROLL for (int t = 0; t < NT; ++t) {
       // q6 = u − 32: remove 32·Σ_j s_j·bsums_j
       const __m256i bs = _mm256_loadu_si256(v256(y[t][b].bsums));

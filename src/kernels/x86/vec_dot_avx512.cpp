@@ -20,7 +20,8 @@
 // 16 int32 lanes are added as integers before the unchanged 8-lane float step), so the
 // results are identical bit for bit. nt > 1 goes to the AVX2 kernels: with several tokens the
 // lookups are shared and the AVX2 loop is no longer limited by them. Only called where
-// cpu_has_avx512_iq(); this file alone is compiled for AVX-512, the rest stays plain AVX2.
+// cpu_has_avx512_iq(); this file alone is compiled for AVX-512 (its own -m flags in CMakeLists.txt), the rest
+// stays plain AVX2.
 
 // GCC 12's AVX-512 intrinsics seed their unused merge operand with a self-initialised
 // _mm512_undefined_epi32(), which -Wmaybe-uninitialized reports at every inlined use; the
@@ -32,26 +33,16 @@
 #include <cstring>
 
 #include "kernels/act_quant.h"
-#include "kernels/blocks.h"
-#include "kernels/simd.h"
+#include "quant/blocks.h"
+#include "kernels/x86/q3k_scales.h"
+#include "kernels/x86/rows_group.h"
+#include "kernels/x86/simd.h"
 #include "kernels/vec_dot_impl.h"
 #include "quant/codebooks.h"
 
 namespace k3::kernels::impl {
 
-bool cpu_has_avx512_iq() {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") &&
-                          __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("bmi2");
-  return has;
-}
-
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vbmi,avx512vnni,bmi2")
-
 namespace {
-
-#include "kernels/rows_group_body.h"
 
 // Constant index vectors spelled out by constexpr generators, so the layouts are computed
 // rather than typed as long literal lists.
@@ -184,7 +175,7 @@ void iq2_xxs_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float
         prod[p] = _mm512_maddubs_epi16(g, _mm512_mask_sub_epi8(a[p], _load_mask64(&neg[p]), zero, a[p]));
       }
       const __m256i sumi = scaled_sum(prod, ls, lsel, zero);
-      const float d = blk::f16(xb.d);
+      const float d = simd::f16(xb.d);
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * dy), _mm256_cvtepi32_ps(sumi), acc[r]);
     }
   }
@@ -266,7 +257,7 @@ void iq2_xs_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float*
         prod[p] = _mm512_maddubs_epi16(g, _mm512_mask_sub_epi8(a[p], _load_mask64(&neg[p]), zero, a[p]));
       }
       const __m256i sumi = scaled_sum(prod, ls512, lsel, zero);
-      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(blk::f16(xb.d) * dy), _mm256_cvtepi32_ps(sumi), acc[r]);
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(simd::f16(xb.d) * dy), _mm256_cvtepi32_ps(sumi), acc[r]);
     }
   }
   K3_UNROLL for (int r = 0; r < R; ++r) out[r] = 0.125f * simd::hsum(acc[r]);
@@ -358,7 +349,7 @@ struct Iq1m : Iq1 {
     // blk::iq1m_d's nibble assembly in one pext (the f16 bits are the scale words' top nibbles)
     uint64_t sc64;
     std::memcpy(&sc64, x.scales, 8);
-    const float d = blk::f16(static_cast<uint16_t>(_pext_u64(sc64, 0xF000F000F000F000ull)));
+    const float d = simd::f16(static_cast<uint16_t>(_pext_u64(sc64, 0xF000F000F000F000ull)));
     return finish(idx, ls, d, y, acc);
   }
 };
@@ -401,7 +392,7 @@ struct Iq1s : Iq1 {
     // 2·((w >> 12) & 7) + 1 = ((w >> 11) & 14) | 1 in one ternary op
     const __m256i ls = _mm256_ternarylogic_epi32(_mm256_srli_epi16(sw, 11), _mm256_set1_epi16(14),
                                                  _mm256_set1_epi16(1), 0xEA);
-    return finish(idx, ls, blk::f16(x.d), y, acc);
+    return finish(idx, ls, simd::f16(x.d), y, acc);
   }
 };
 
@@ -552,8 +543,6 @@ void mxfp4_1(int64_t n, const void* w, const void* act, float* out) {
 // one vpdpwssd), and the two halves are added as integers, so sumi is the AVX2 vector exactly;
 // the −4·Σ s·bsums correction and the float step are its code unchanged.
 
-#include "kernels/q3k_scales_body.h"
-
 // Per-zmm constants: group g = 2p + half reads qs[32·(g/4) + m] >> 2·(g%4) and hmask bit g.
 struct Q3kConsts {
   __m512i shift[2];  // p even / odd: word shifts (0 | 2), (4 | 6) for the two halves
@@ -595,7 +584,7 @@ inline __m256 q3_k_block(const blk::Q3_K& x, const Q8KRegs& y, __m256 acc, const
   }
   const __m256i sumi = scaled_sum(prod, sc512, c.lsel, _mm512_setzero_si512());
   const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(y.bsums, sc16), 2);
-  const float d = blk::f16(x.d);
+  const float d = simd::f16(x.d);
   return _mm256_fmadd_ps(_mm256_set1_ps(d * y.d), _mm256_cvtepi32_ps(_mm256_sub_epi32(sumi, corr)), acc);
 }
 
@@ -681,7 +670,5 @@ void dot_rows_q3_k_avx512(int64_t n, const void* w, size_t row_stride, int64_t n
                           float* out) {
   rows_by_group<kGroupRows, q3_k_rows<kGroupRows>, q3_k_rows<1>>(n, w, row_stride, n_rows, act, out);
 }
-
-#pragma GCC pop_options
 
 }  // namespace k3::kernels::impl

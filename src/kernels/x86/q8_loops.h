@@ -1,12 +1,27 @@
-// kernels/vec_dot_q8_body: the Q8_0 and MXFP4 dot-product loops (ggml's block_q8_0 and
+// kernels/x86/q8_loops: the Q8_0 and MXFP4 dot-product loops (ggml's block_q8_0 and
 // block_mxfp4 against Q8_0 activations, docs/quant-formats.md), written once and compiled twice
 // over the int8 product `Dot`: with AVX2 (vec_dot_q8.cpp) and with AVX-VNNI (vec_dot_vnni.cpp,
 // chosen at run time).
 // Dot::sum(|w|, w, a) returns 8 int32 lanes, each the sum of 4 products w·a; both forms are
 // exact (AVX2's int16 pair sums cannot saturate: |w| ≤ 128, |a| ≤ 127), so the two builds
 // agree bit for bit. Per block: one int8·int8 sum of 32 products, scaled by (d_w·d_a).
-// Include inside an anonymous namespace after immintrin.h, kernels/act_quant.h,
-// kernels/blocks.h, kernels/simd.h and quant/codebooks.h.
+// Internal linkage, like simd.h: each including file is compiled for its own target and keeps
+// its own copy.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/act_quant.h"
+#include "kernels/vec_dot_impl.h"
+#include "kernels/x86/simd.h"
+#include "quant/blocks.h"
+#include "quant/codebooks.h"
+
+namespace k3::kernels::impl {
+namespace {
 
 // Decode streams each Q8_0 row once. On some hosts one core's hardware prefetchers keep too
 // few lines in flight for this loop, so it asks for the line kDecodePrefetchBytes ahead. Into L2 (T1), not
@@ -39,7 +54,7 @@ void q8_0_loop(int64_t n, const void* w, const void* act, size_t st, float* out)
     if constexpr (NT == 1) _mm_prefetch(reinterpret_cast<const char*>(x + i) + kPfDist, _MM_HINT_T1);
     const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
     const __m256i ax = _mm256_abs_epi8(qx);
-    const float dx = blk::f16(x[i].d);
+    const float dx = simd::f16(x[i].d);
     K3_UNROLL for (int t = 0; t < NT; ++t) {
       const __m256i qy = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][i].qs));
       const __m256i p = Dot::sum(ax, qx, qy);
@@ -93,3 +108,6 @@ void mxfp4_loop(int64_t n, const void* w, const void* act, size_t st, float* out
     out[t] = simd::hsum(acc[t][0]);
   }
 }
+
+}  // namespace
+}  // namespace k3::kernels::impl

@@ -1,10 +1,11 @@
 // AVX2 dot products of the 32-element weight types paired with Q8_0 activations: Q8_0 and
-// MXFP4; the loops live in vec_dot_q8_body.h, shared with the AVX-VNNI build.
+// MXFP4; the loops live in q8_loops.h, shared with the AVX-VNNI build.
 #include <immintrin.h>
 
 #include "kernels/act_quant.h"
-#include "kernels/blocks.h"
-#include "kernels/simd.h"
+#include "quant/blocks.h"
+#include "kernels/x86/q8_loops.h"
+#include "kernels/x86/simd.h"
 #include "kernels/vec_dot_impl.h"
 #include "quant/codebooks.h"
 
@@ -17,8 +18,6 @@ struct DotAvx2 {
     return simd::dot_ss(w_abs, w, a, _mm256_set1_epi16(1));
   }
 };
-
-#include "kernels/vec_dot_q8_body.h"
 
 // The per-token-count entry points K3_DOT_DISPATCH calls.
 template <int NT>

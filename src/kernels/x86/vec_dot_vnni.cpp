@@ -1,24 +1,17 @@
-// AVX-VNNI builds of the Q8_0 and MXFP4 dot products (loops: vec_dot_q8_body.h): vpdpbusd
+// AVX-VNNI builds of the Q8_0 and MXFP4 dot products (loops: q8_loops.h): vpdpbusd
 // does the u8·s8 products and their 4-way int32 sums in one instruction where AVX2 needs
 // maddubs + madd. Only called where the CPU has AVX-VNNI (cpu_has_avx_vnni()); this file
 // alone is compiled for it, so the rest of the binary still runs on plain AVX2.
 #include <immintrin.h>
 
 #include "kernels/act_quant.h"
-#include "kernels/blocks.h"
-#include "kernels/simd.h"
+#include "quant/blocks.h"
+#include "kernels/x86/q8_loops.h"
+#include "kernels/x86/simd.h"
 #include "kernels/vec_dot_impl.h"
 #include "quant/codebooks.h"
 
 namespace k3::kernels::impl {
-
-bool cpu_has_avx_vnni() {
-  static const bool has = __builtin_cpu_supports("avxvnni");
-  return has;
-}
-
-#pragma GCC push_options
-#pragma GCC target("avxvnni")
 
 namespace {
 
@@ -27,8 +20,6 @@ struct DotVnni {
     return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), w_abs, _mm256_sign_epi8(a, w));
   }
 };
-
-#include "kernels/vec_dot_q8_body.h"
 
 template <int NT>
 constexpr auto q8_0_vnni_nt = &q8_0_loop<DotVnni, NT>;
@@ -39,7 +30,5 @@ constexpr auto mxfp4_vnni_nt = &mxfp4_loop<DotVnni, NT>;
 
 K3_DOT_DISPATCH(q8_0_vnni)
 K3_DOT_DISPATCH(mxfp4_vnni)
-
-#pragma GCC pop_options
 
 }  // namespace k3::kernels::impl

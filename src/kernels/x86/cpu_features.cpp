@@ -1,0 +1,20 @@
+// kernels/x86/cpu_features: which of the wider x86 builds this CPU can run (vec_dot.cpp picks
+// its table entries with these). Compiled with the baseline flags, unlike the AVX-512 and
+// AVX-VNNI files whose kernels these calls guard: a check must not itself need the extension.
+#include "kernels/vec_dot_impl.h"
+
+namespace k3::kernels::impl {
+
+bool cpu_has_avx512_iq() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") &&
+                          __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("bmi2");
+  return has;
+}
+
+bool cpu_has_avx_vnni() {
+  static const bool has = __builtin_cpu_supports("avxvnni");
+  return has;
+}
+
+}  // namespace k3::kernels::impl
