@@ -18,6 +18,7 @@ PKGS=(
   zlib1g-dev libbrotli-dev       # gzip/br request bodies (cpp-httplib is vendored: third_party/)
   libgtest-dev libgmock-dev libbenchmark-dev
   clang clang-format python3
+  openmpi-bin libopenmpi-dev     # distributed runs: mpirun -np N k3 … (docs/distributed.md)
   libjs-marked node-dompurify    # the chat page's markdown renderer and HTML sanitiser
   chromium                       # its browser test (tests/webui)
 )

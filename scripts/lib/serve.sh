@@ -3,11 +3,13 @@
 #
 # k3_serve_start LOG K3 ARGS...: starts `K3 serve --port 0 ARGS...` in the background with its
 # stderr in LOG and sets `pid` and `port` (the ephemeral port it announces). Exits the script
-# with status 1, showing the log, when the server does not come up within 30 s.
+# with status 1, showing the log, when the server does not come up within 30 s. K3_LAUNCH, if
+# set, is the launcher to start it with (e.g. "mpirun -np 2": a distributed server).
 k3_serve_start() {
   local log="$1" k3="$2"
   shift 2
-  "$k3" serve --port 0 "$@" 2> "$log" &
+  # shellcheck disable=SC2086 # K3_LAUNCH is a command line
+  ${K3_LAUNCH:-} "$k3" serve --port 0 "$@" 2> "$log" &
   pid=$!
   port=""
   for _ in $(seq 1 300); do

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/dist_flags.h"
 #include "cli/legacy_flags.h"
 #include "cli/memory_flags.h"
 #include "cli/parse_args.h"
@@ -47,6 +48,8 @@ int cmd_bench(int argc, char** argv) {
       "--profile", o.profile,
       "also time each op class (embedding, attnres + norms, KDA, MLA, dense FFN, MoE router + input, "
       "MoE experts, output head) and the matrix products inside it, over the timed repetitions");
+  DistFlags dist_flags;
+  add_dist_flags(app, dist_flags);
   LegacyFlags args(argc, argv, {{"-ub", "--ubatch-size"}});
   if (auto rc = parse_args(app, args.argc(), args.argv())) return *rc;
   o.measure_bw = !no_bw;
@@ -56,7 +59,9 @@ int cmd_bench(int argc, char** argv) {
     fmt::print(stderr, "error: {}\n", err);
     return 2;
   }
+  o.collective = start_dist(dist_flags);
   const tools::BenchResult r = tools::run_bench(o);
+  if (r.followed) return 0;  // a rank other than 0 of a distributed run: rank 0 reports
   if (json) fmt::print("{}\n", tools::bench_json(r));
   else fmt::print("{}", tools::bench_table(r));
   return 0;

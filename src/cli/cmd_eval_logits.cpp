@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "cli/commands.h"
+#include "cli/dist_flags.h"
 #include "cli/parse_args.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -32,6 +33,8 @@ int cmd_eval_logits(int argc, char** argv) {
   app.add_option("--kv-type", kv_type, "MLA latent cache type: f32 | f16")
       ->check(CLI::IsMember({"f32", "f16"}));
   app.add_option("--ubatch", ubatch, "tokens per forward micro-batch (default: all of a call)");
+  DistFlags dist_flags;
+  add_dist_flags(app, dist_flags);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (tokens_arg.empty() && tokens_file.empty()) {
     fmt::print(stderr, "error: give --tokens or --tokens-file\n");
@@ -53,7 +56,9 @@ int cmd_eval_logits(int argc, char** argv) {
   opts.cache_type = kv_type == "f16" ? runtime::CacheType::F16 : runtime::CacheType::F32;
   opts.n_ctx = static_cast<int64_t>(tokens.size());
   opts.n_ubatch = ubatch > 0 ? ubatch : static_cast<int64_t>(tokens.size());
+  opts.hooks.collective = start_dist(dist_flags);
   runtime::Engine engine(model, opts);
+  if (follow_if_follower(engine)) return 0;
 
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<float> logits = runtime::eval_logits(engine, tokens, mode);

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/dist_flags.h"
 #include "cli/parse_args.h"
 #include "cli/token_input.h"
 #include "core/error.h"
@@ -46,6 +47,8 @@ int cmd_perplexity(int argc, char** argv) {
       ->capture_default_str();
   bool no_progress = false;
   app.add_flag("--no-progress", no_progress, "no progress bar on stderr");
+  DistFlags dist_flags;
+  add_dist_flags(app, dist_flags);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (text_file.empty() == tokens_file.empty()) {
     fmt::print(stderr, "error: give exactly one of -f or --tokens-file\n");
@@ -82,7 +85,9 @@ int cmd_perplexity(int argc, char** argv) {
   eo.n_ctx = po.n_ctx;
   eo.n_ubatch = n_batch > 0 ? n_batch : std::min<int64_t>(po.n_ctx, 512);
   eo.cache_type = kv_type == "f16" ? runtime::CacheType::F16 : runtime::CacheType::F32;
+  eo.hooks.collective = start_dist(dist_flags);
   runtime::Engine engine(model, eo);
+  if (follow_if_follower(engine)) return 0;
   const int64_t n_vocab = engine.n_vocab();
 
   std::unique_ptr<tools::KlBaseWriter> writer;

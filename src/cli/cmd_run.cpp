@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/embedded_model.h"
 #include "cli/grammar_flags.h"
+#include "cli/dist_flags.h"
 #include "cli/memory_flags.h"
 #include "cli/parse_args.h"
 #include "cli/sampling_flags.h"
@@ -70,6 +71,8 @@ int cmd_run(int argc, char** argv) {
   add_grammar_flags(app, grammar_flags);
   MemoryFlags mem_flags;
   add_memory_flags(app, mem_flags);
+  DistFlags dist_flags;
+  add_dist_flags(app, dist_flags);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   auto usage = [](const std::string& msg) {
     fmt::print(stderr, "error: {}\n", msg);
@@ -116,8 +119,10 @@ int cmd_run(int argc, char** argv) {
   eo.n_ctx = n_ctx;
   eo.n_ubatch = n_ubatch;
   eo.cache_type = cache_type == "f16" ? model::CacheType::F16 : model::CacheType::F32;
+  eo.hooks.collective = start_dist(dist_flags);
   store::ExpertStore* xstore = store::install_store(*model, mem, store::shape_of(*model, eo));
   runtime::Engine engine(model, eo);
+  if (follow_if_follower(engine)) return 0;
 
   runtime::GenerateOptions go;
   go.n_predict = n_predict;

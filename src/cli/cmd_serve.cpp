@@ -18,11 +18,14 @@
 #include "cli/commands.h"
 #include "cli/legacy_flags.h"
 #include "cli/embedded_model.h"
+#include "cli/dist_flags.h"
 #include "cli/memory_flags.h"
 #include "cli/parse_args.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/read_file.h"
+#include "dist/cluster.h"
+#include "model/collective.h"
 #include "gguf/file.h"
 #include "model/model.h"
 #include "runtime/engine.h"
@@ -117,6 +120,8 @@ int cmd_serve(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose, "log every request");
   MemoryFlags mem_flags;
   add_memory_flags(app, mem_flags);
+  DistFlags dist_flags;
+  add_dist_flags(app, dist_flags);
   LegacyFlags args(argc, argv, {{"-np", "--parallel"}});  // llama-server's spelling
   if (auto rc = parse_args(app, args.argc(), args.argv())) return *rc;
   auto usage = [](const std::string& msg) {
@@ -168,16 +173,33 @@ int cmd_serve(int argc, char** argv) {
   if (!scripts.empty()) o.answers = server::scripted_answers(*tok, scripts);
   // Planned for the engine the scheduler builds: its prompt-cache snapshots are sequences too.
   // --ram-budget: /metrics gains k3_expert_* lines.
-  store::install_store(*model, mem, store::shape_of(*model, o.sched.engine_options()));
-
-  // Signals are taken by one thread with sigwait, so no handler runs inside library code.
+  // Signals are taken by one thread with sigwait, so no handler runs inside library code. Blocked
+  // before any thread starts (MPI's own included), so that every thread inherits the mask.
   sigset_t sigs;
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGINT);
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  o.sched.collective = start_dist(dist_flags);
+  store::install_store(*model, mem, store::shape_of(*model, o.sched.engine_options()));
+  if (o.sched.collective && o.sched.collective->rank() != 0) {
+    // A follower of a distributed run: the engine rank 0's scheduler drives, no HTTP here. It
+    // ignores SIGINT/SIGTERM (blocked above) and leaves when rank 0, having drained its
+    // requests, closes its engine.
+    runtime::Engine engine(model, o.sched.engine_options());
+    follow_if_follower(engine);
+    return 0;
+  }
 
   server::Server srv(model, tok, o);
+  // A distributed run's rank that died or hung: 503 for everything until the process ends.
+  struct FailureHook {
+    dist::Cluster* c;
+    ~FailureHook() {
+      if (c) c->on_failure(nullptr);
+    }
+  } failure_hook{dist::Cluster::current()};
+  if (failure_hook.c) failure_hook.c->on_failure([&srv](const std::string& why) { srv.declare_failed(why); });
   int port = srv.bind();
   fmt::print(stderr, "k3 serve: {} on http://{}:{} | {} slots × {} tokens | timeout {} s{}{}\n",
              o.model_alias, o.host, port, o.sched.n_slots, o.sched.n_ctx, o.timeout_s,

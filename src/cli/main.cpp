@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "dist/cluster.h"
 #include "core/version.h"
 
 namespace k3::cli {
@@ -64,18 +65,21 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[1], c->name) != 0) continue;
     std::string prog = std::string("k3 ") + c->name;
     argv[1] = prog.data();
+    int rc = 1;
     try {
-      return c->fn(argc - 1, argv + 1);
+      rc = c->fn(argc - 1, argv + 1);
     } catch (const k3::Error& e) {
       fmt::print(stderr, "error: {}\n", e.what());
-      return 1;
     } catch (const std::bad_alloc&) {
       fmt::print(stderr, "error: out of memory\n");
-      return 1;
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "error: internal: {}\n", e.what());
-      return 1;
+    } catch (const std::exception& e) { fmt::print(stderr, "error: internal: {}\n", e.what()); }
+    // A distributed run (docs/distributed.md): a rank that fails ends them all, since the
+    // others may be waiting for it; otherwise each rank leaves MPI in order.
+    if (k3::dist::Cluster::current()) {
+      if (rc != 0) k3::dist::Cluster::abort(rc);
+      k3::dist::Cluster::finish();
     }
+    return rc;
   }
   fmt::print(stderr, "error: unknown command '{}' (see k3 --help)\n", argv[1]);
   return 2;

@@ -76,9 +76,14 @@ int64_t forward(const Model& model, const ForwardInput& in, float* logits, Threa
     all_groups[g].idx.push_back(t);
   }
   const std::span<SeqGroup> groups(all_groups.data(), n_groups);
-  BatchCtx ctx{
-      model,  n, groups, pool, hooks, checks, ops::Matmul{pool, checks.reference_matmul, hooks.observer},
-      scratch};
+  BatchCtx ctx{model,
+               n,
+               groups,
+               pool,
+               hooks,
+               checks,
+               ops::Matmul{pool, checks.reference_matmul, hooks.observer, hooks.collective},
+               scratch};
 
   const size_t NE = static_cast<size_t>(n * E);
   float* h = reserve_at_least(scratch.hidden, NE);

@@ -18,16 +18,18 @@ class ThreadPool;
 
 namespace k3::model {
 
+class Collective;
 class Model;
 class SequenceState;
 struct ForwardObserver;
 struct ForwardProfile;
 struct Scratch;
 
-// What tools attach to a forward pass; null: nothing attached (the serving path).
+// What is attached to a forward pass; null: nothing (one process, the serving path).
 struct ForwardHooks {
   ForwardObserver* observer = nullptr;  // activations and routing (k3 imatrix, k3 reap; model/observer.h)
   ForwardProfile* profile = nullptr;    // time per op class (k3 bench --profile; model/profile.h)
+  Collective* collective = nullptr;     // the other ranks of a distributed run (model/collective.h)
 };
 
 // Verification switches, all off outside the tests (docs/ARCHITECTURE.md says why they are

@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "model/collective.h"
 #include "model/hparams.h"
 #include "model/layers.h"
 #include "model/model.h"
@@ -137,25 +138,24 @@ std::span<const std::pair<int64_t, double>> tokens_of(const Scratch::Moe& s, int
           static_cast<size_t>(s.start[static_cast<size_t>(e) + 1] - s.start[static_cast<size_t>(e)])};
 }
 
-// Step 2: the active experts over their tokens, kExpertGroup at a time: gate/up → SiTU of the
-// whole group in one dispatch, then the group's down projections in another (decode: 2
-// dispatches per layer instead of 3 per expert, and the threads' slices cross expert
-// boundaries). The shared experts' down projection joins the first group's. The weighted
-// outputs are summed in double into acc (n rows of L), in the order of the active list.
-void run_experts(const BatchCtx& b, uint32_t il, const float* rin, const float* xn, double* acc) {
+// Step 2: the given experts (of the active list, in its order) over their tokens,
+// kExpertGroup at a time: gate/up → SiTU of the whole group in one dispatch, then the group's
+// down projections in another (decode: 2 dispatches per layer instead of 3 per expert, and the
+// threads' slices cross expert boundaries). With `shared_too`, the shared experts' down
+// projection joins the first group's. Each expert's output rows (one per routed token, in
+// batch order) go to done(e, tokens, rows) while its weights are still held.
+template <class Done>
+void run_experts(const BatchCtx& b, uint32_t il, const float* rin, std::span<const int32_t> experts,
+                 const ops::Matmul& mm, bool shared_too, Done&& done) {
   const HParams& hp = b.model.hparams();
   const MoeWeights& w = b.model.weights().layers[il].moe;
   Scratch::Moe& s = b.scratch.moe;
-  const int64_t n = b.n, E = hp.n_embd, L = hp.expert_in(), Fe = hp.n_ff_exp;
+  const int64_t n = b.n, L = hp.expert_in(), Fe = hp.n_ff_exp;
   const float situ_c[2] = {hp.situ_beta, hp.situ_linear_beta};
   ExpertSource& src = b.model.experts();
-  src.will_need(il, s.active);
-  src.router_input_hint(il, xn, n);
-  float* sh = w.has_shared ? reserve_at_least(s.shared_out, static_cast<size_t>(n * E)) : nullptr;
   constexpr size_t kGroup = Scratch::kExpertGroup;
-  const std::vector<int32_t>& active = s.active;
-  for (size_t g0 = 0; g0 < active.size(); g0 += kGroup) {
-    const size_t g1 = std::min(active.size(), g0 + kGroup);
+  for (size_t g0 = 0; g0 < experts.size(); g0 += kGroup) {
+    const size_t g1 = std::min(experts.size(), g0 + kGroup);
     // The group's experts are released even when a read or a matmul throws: a store's pins
     // would otherwise stay taken for good and its cache shrink with every failure.
     struct GroupPins {
@@ -171,11 +171,11 @@ void run_experts(const BatchCtx& b, uint32_t il, const float* rin, const float* 
           }
         }
       }
-    } pins{src, il, 0, active.data() + g0};
+    } pins{src, il, 0, experts.data() + g0};
     s.jobs.clear();
     for (size_t i = g0; i < g1; ++i) {
       Scratch::ExpertSlot& sl = s.slots[i - g0];
-      const auto toks = tokens_of(s, active[i]);
+      const auto toks = tokens_of(s, experts[i]);
       const int64_t m = static_cast<int64_t>(toks.size());
       const float* x = rin;
       if (!(m == n && n == 1)) {  // decode reads the routed input in place
@@ -186,40 +186,98 @@ void run_experts(const BatchCtx& b, uint32_t il, const float* rin, const float* 
       }
       float* hid = reserve_at_least(sl.h, static_cast<size_t>(m * Fe));
       reserve_at_least(sl.y, static_cast<size_t>(m * L));
-      sl.ew = src.acquire(il, active[i]);
+      sl.ew = src.acquire(il, experts[i]);
       ++pins.n_held;
       s.jobs.push_back(gate_up_job(sl.ew.gate, sl.ew.up, situ_c, x, m, hid));
     }
-    b.mm.batch(s.jobs);
+    mm.batch(s.jobs);
     s.jobs.clear();
     for (size_t i = g0; i < g1; ++i) {
       Scratch::ExpertSlot& sl = s.slots[i - g0];
       kernels::MatmulJob j;
       j.w = sl.ew.down;
       j.x = sl.h.data();
-      j.n_tok = static_cast<int64_t>(tokens_of(s, active[i]).size());
+      j.n_tok = static_cast<int64_t>(tokens_of(s, experts[i]).size());
       j.y = sl.y.data();
       s.jobs.push_back(j);
     }
-    if (g0 == 0 && w.has_shared)
-      s.jobs.push_back({.w = w.shared.down, .x = s.shared_hidden.data(), .n_tok = n, .y = sh});
-    b.mm.batch(s.jobs);
+    if (g0 == 0 && shared_too)
+      s.jobs.push_back(
+          {.w = w.shared.down, .x = s.shared_hidden.data(), .n_tok = n, .y = s.shared_out.data()});
+    mm.batch(s.jobs);
     pins.n_held = 0;  // released one by one below
     for (size_t i = g0; i < g1; ++i) {
-      const int32_t e = active[i];
-      const auto toks = tokens_of(s, e);
-      const float* y = s.slots[i - g0].y.data();
+      const int32_t e = experts[i];
+      done(e, tokens_of(s, e), s.slots[i - g0].y.data());
       src.release(il, e);
-      if (b.hooks.observer) b.hooks.observer->on_expert_output(il, e, toks, y, L);
-      for (size_t t = 0; t < toks.size(); ++t) {
-        double* a = acc + toks[t].first * L;
-        const double wt = toks[t].second;
-        const float* yr = y + static_cast<int64_t>(t) * L;
-        for (int64_t c = 0; c < L; ++c) a[c] += wt * yr[c];
-      }
     }
   }
-  if (w.has_shared && active.empty()) b.mm(w.shared.down, s.shared_hidden.data(), n, sh);
+  if (shared_too && experts.empty()) mm(w.shared.down, s.shared_hidden.data(), n, s.shared_out.data());
+}
+
+// acc[token] += weight · row for each routed token of expert e (in double, in the caller's
+// expert order: the one order every process uses).
+void add_weighted(double* acc, int64_t L, std::span<const std::pair<int64_t, double>> toks, const float* y) {
+  for (size_t t = 0; t < toks.size(); ++t) {
+    double* a = acc + toks[t].first * L;
+    const double wt = toks[t].second;
+    const float* yr = y + static_cast<int64_t>(t) * L;
+    for (int64_t c = 0; c < L; ++c) a[c] += wt * yr[c];
+  }
+}
+
+// The weighted outputs of all active experts, summed in double into acc (n rows of L) in the
+// order of the active list; the shared experts' output into shared_out. One process runs every
+// expert. Distributed (model/collective.h), each rank runs the experts it owns, the output
+// rows of all ranks are all-gathered, and every rank sums them in the same order, so acc is
+// the one process's bit for bit; the shared experts are split by rows like the trunk.
+void routed_and_shared(const BatchCtx& b, uint32_t il, const float* rin, const float* xn, double* acc) {
+  const MoeWeights& w = b.model.weights().layers[il].moe;
+  Scratch::Moe& s = b.scratch.moe;
+  const int64_t n = b.n, L = b.model.hparams().expert_in();
+  ExpertSource& src = b.model.experts();
+  if (w.has_shared) reserve_at_least(s.shared_out, static_cast<size_t>(n * b.model.hparams().n_embd));
+  Collective* c = b.mm.collective;
+  if (!c || c->size() == 1) {
+    src.will_need(il, s.active);
+    src.router_input_hint(il, xn, n);
+    run_experts(b, il, rin, s.active, b.mm, w.has_shared, [&](int32_t e, auto toks, const float* y) {
+      if (b.hooks.observer) b.hooks.observer->on_expert_output(il, e, toks, y, L);
+      add_weighted(acc, L, toks, y);
+    });
+    return;
+  }
+  const int N = c->size(), me = c->rank();
+  s.mine.clear();
+  s.counts.assign(static_cast<size_t>(N), 0);
+  for (int32_t e : s.active) {
+    const int r = expert_owner(e, N);
+    s.counts[static_cast<size_t>(r)] += tokens_of(s, e).size() * static_cast<size_t>(L) * sizeof(float);
+    if (r == me) s.mine.push_back(e);
+  }
+  src.will_need(il, s.mine);
+  src.router_input_hint(il, xn, n);
+  float* packed = reserve_at_least(s.packed, s.counts[static_cast<size_t>(me)] / sizeof(float));
+  run_experts(b, il, rin, s.mine, b.mm.local(), false, [&](int32_t, auto toks, const float* y) {
+    packed = std::copy(y, y + static_cast<int64_t>(toks.size()) * L, packed);
+  });
+  if (w.has_shared) b.mm(w.shared.down, s.shared_hidden.data(), n, s.shared_out.data());
+  size_t total = 0;
+  for (size_t x : s.counts) total += x;
+  float* all = reserve_at_least(s.gathered, total / sizeof(float));
+  c->allgatherv(s.packed.data(), all, s.counts);
+  // Rank r's block holds its experts' rows in active-list order: find each expert's rows.
+  int64_t* at = reserve_at_least(s.gathered_at, s.active.size());
+  std::vector<size_t>& next = s.rank_next;
+  next.assign(static_cast<size_t>(N), 0);
+  for (int r = 1; r < N; ++r)
+    next[static_cast<size_t>(r)] = next[static_cast<size_t>(r) - 1] + s.counts[static_cast<size_t>(r) - 1];
+  for (size_t i = 0; i < s.active.size(); ++i) {
+    size_t& off = next[static_cast<size_t>(expert_owner(s.active[i], N))];
+    at[i] = static_cast<int64_t>(off / sizeof(float));
+    off += tokens_of(s, s.active[i]).size() * static_cast<size_t>(L) * sizeof(float);
+  }
+  for (size_t i = 0; i < s.active.size(); ++i) add_weighted(acc, L, tokens_of(s, s.active[i]), all + at[i]);
 }
 
 }  // namespace
@@ -236,7 +294,7 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
 
   double* acc = reserve_at_least(s.acc, static_cast<size_t>(n * L));
   std::fill(acc, acc + n * L, 0.0);
-  run_experts(b, il, rin, xn, acc);
+  routed_and_shared(b, il, rin, xn, acc);
 
   // RMS-normed routed sum, up-projection, plus the shared experts.
   float* msum = reserve_at_least(s.routed_sum, static_cast<size_t>(n * L));

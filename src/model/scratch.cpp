@@ -18,7 +18,9 @@ size_t Scratch::bytes() const {
        held(bank_rows) + held(row_bank) + held(logit_rows);
   b += held(moe.prob) + held(moe.latent) + held(moe.shared_hidden) + held(moe.shared_out) +
        held(moe.routed_sum) + held(moe.biased) + held(moe.weights) + held(moe.acc) + held(moe.selected) +
-       held(moe.order) + held(moe.active) + held(moe.start) + held(moe.pairs) + held(moe.jobs);
+       held(moe.order) + held(moe.active) + held(moe.start) + held(moe.pairs) + held(moe.jobs) +
+       held(moe.mine) + held(moe.counts) + held(moe.rank_next) + held(moe.packed) + held(moe.gathered) +
+       held(moe.gathered_at);
   for (const ExpertSlot& s : moe.slots) b += held(s.x) + held(s.h) + held(s.y);
   return b;
 }

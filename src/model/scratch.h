@@ -53,6 +53,12 @@ struct Scratch {
     std::vector<std::pair<int64_t, double>> pairs;
     std::vector<kernels::MatmulJob> jobs;
     std::array<ExpertSlot, kExpertGroup> slots;
+    // Expert parallel (model/collective.h): this rank's experts, bytes per rank, the packed
+    // and the gathered output rows, where each active expert's rows start in them.
+    std::vector<int32_t> mine;
+    std::vector<size_t> counts, rank_next;
+    std::vector<float> packed, gathered;
+    std::vector<int64_t> gathered_at;
   } moe;
 
   size_t bytes() const;

@@ -3,12 +3,27 @@
 #include "runtime/engine.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "model/collective.h"
 #include "model/scratch.h"
 
 namespace k3::runtime {
+
+namespace {
+
+// What rank 0 sends the other ranks before each state change (then the batch, if any).
+enum Op : uint32_t { kDecode = 1, kSeqClear = 2, kSeqCopy = 3, kStop = 4 };
+struct OpHeader {
+  uint32_t op = 0;
+  int32_t a = 0, b = 0;
+  uint64_t n = 0;  // batch tokens that follow
+};
+static_assert(std::is_trivially_copyable_v<BatchToken>);
+
+}  // namespace
 
 Engine::Engine(std::shared_ptr<const model::Model> model, const EngineOptions& opts)
     : model_(std::move(model)), opts_(opts) {
@@ -23,7 +38,52 @@ Engine::Engine(std::shared_ptr<const model::Model> model, const EngineOptions& o
   scratch_ = std::make_unique<model::Scratch>();
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  model::Collective* c = opts_.hooks.collective;
+  if (c && c->size() > 1 && c->rank() == 0) {
+    try {
+      send(kStop, 0, 0);
+    } catch (const std::exception&) {  // the others are gone already: nothing left to tell
+    }
+  }
+}
+
+bool Engine::follower() const {
+  const model::Collective* c = opts_.hooks.collective;
+  return c && c->size() > 1 && c->rank() != 0;
+}
+
+void Engine::send(uint32_t op, int32_t a, int32_t b, std::span<const BatchToken> batch) {
+  model::Collective* c = opts_.hooks.collective;
+  if (!c || c->size() == 1 || c->rank() != 0) return;
+  OpHeader h{op, a, b, batch.size()};
+  c->broadcast(&h, sizeof h);
+  if (!batch.empty()) c->broadcast(const_cast<BatchToken*>(batch.data()), batch.size_bytes());
+}
+
+void Engine::follow() {
+  if (!follower()) fail("engine: follow() is for the ranks other than 0 of a distributed run");
+  model::Collective& c = *opts_.hooks.collective;
+  std::vector<BatchToken> batch;
+  for (;;) {
+    OpHeader h;
+    c.broadcast(&h, sizeof h, /*idle=*/true);
+    switch (h.op) {
+      case kDecode: {
+        batch.resize(h.n);
+        c.broadcast(batch.data(), batch.size() * sizeof(BatchToken));
+        int64_t n_logits = 0;
+        for (const BatchToken& t : batch) n_logits += t.want_logits;
+        run(batch, n_logits);
+        break;
+      }
+      case kSeqClear: do_seq_clear(h.a); break;
+      case kSeqCopy: do_seq_copy(h.a, h.b); break;
+      case kStop: return;
+      default: fail("engine: rank {}: unknown request {} from rank 0", c.rank(), h.op);
+    }
+  }
+}
 
 int32_t Engine::n_vocab() const { return static_cast<int32_t>(model_->hparams().n_vocab); }
 
@@ -39,6 +99,11 @@ model::SequenceState& Engine::state(int32_t seq) {
 void Engine::seq_clear(int32_t seq) {
   if (seq < 0 || seq >= opts_.n_seq_max)
     fail("seq_clear: sequence id {} is outside 0..{}", seq, opts_.n_seq_max - 1);
+  send(kSeqClear, seq, 0);
+  do_seq_clear(seq);
+}
+
+void Engine::do_seq_clear(int32_t seq) {
   if (seqs_[seq]) seqs_[seq]->clear();
 }
 
@@ -46,6 +111,11 @@ void Engine::seq_copy(int32_t src, int32_t dst) {
   for (int32_t s : {src, dst})
     if (s < 0 || s >= opts_.n_seq_max)
       fail("seq_copy: sequence id {} is outside 0..{}", s, opts_.n_seq_max - 1);
+  send(kSeqCopy, src, dst);
+  do_seq_copy(src, dst);
+}
+
+void Engine::do_seq_copy(int32_t src, int32_t dst) {
   if (src == dst) return;
   if (!seqs_[src]) {
     if (seqs_[dst]) seqs_[dst]->clear();
@@ -92,8 +162,12 @@ std::vector<float> Engine::decode(std::span<const BatchToken> batch) {
     ++nx;
     n_logits += b.want_logits;
   }
+  send(kDecode, 0, 0, batch);
+  return run(batch, n_logits);
+}
 
-  const int64_t V = nv;
+std::vector<float> Engine::run(std::span<const BatchToken> batch, int64_t n_logits) {
+  const int64_t V = n_vocab();
   std::vector<float> logits(static_cast<size_t>(n_logits * V));
   std::vector<int32_t> tokens;
   std::vector<model::SequenceState*> seqs;

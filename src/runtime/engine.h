@@ -15,6 +15,11 @@
 //   row-major block of n_logits × n_vocab floats.
 // * Sequence management: seq_clear(s) forgets everything of s; seq_copy(src, dst) makes dst
 //   an exact copy of src (prompt sharing, forking); seq_pos(s) is how many tokens s holds.
+// * Distributed (opts.hooks.collective with N > 1 ranks, docs/distributed.md): rank 0's engine
+//   is driven as above and sends every decode, seq_clear and seq_copy to the other ranks; on
+//   the others (follower() is true) the caller calls follow() instead, which runs rank 0's
+//   requests until rank 0's engine is destroyed. Every rank then holds the same states and
+//   computes the same logits, bit for bit those of one process.
 //
 // Typical use:
 //   auto model = k3::model::Model::load(path);
@@ -83,6 +88,10 @@ class Engine {
   void seq_copy(int32_t src, int32_t dst);
   int64_t seq_pos(int32_t seq) const;
 
+  // Distributed: a rank other than 0. follow() returns when rank 0's engine goes away.
+  bool follower() const;
+  void follow();
+
   int32_t n_vocab() const;
   int n_seq_max() const { return opts_.n_seq_max; }
   int64_t n_ctx() const { return n_ctx_; }
@@ -96,6 +105,10 @@ class Engine {
 
  private:
   model::SequenceState& state(int32_t seq);
+  std::vector<float> run(std::span<const BatchToken> batch, int64_t n_logits);
+  void do_seq_clear(int32_t seq);
+  void do_seq_copy(int32_t src, int32_t dst);
+  void send(uint32_t op, int32_t a, int32_t b, std::span<const BatchToken> batch = {});
   std::shared_ptr<const model::Model> model_;
   EngineOptions opts_;
   int64_t n_ctx_ = 0;

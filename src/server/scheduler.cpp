@@ -48,6 +48,7 @@ runtime::EngineOptions SchedulerOptions::engine_options() const {
   eo.n_threads = n_threads;
   eo.n_seq_max = n_sequences();
   eo.n_ctx = n_ctx;
+  eo.hooks.collective = collective;
   // A step's batch never exceeds n_slots + n_batch tokens, so this splits exactly where the
   // default would; it only keeps the plan's work buffers to the batches that occur.
   eo.n_ubatch = std::min(eo.n_ubatch, std::max<int64_t>(n_batch, 1) + n_slots);

@@ -30,8 +30,9 @@ class TokenVocab;
 }
 
 namespace k3::model {
+class Collective;
 class Model;
-}
+}  // namespace k3::model
 namespace k3::runtime {
 class Engine;
 struct EngineOptions;
@@ -44,11 +45,12 @@ namespace k3::server {
 
 struct SchedulerOptions {
   int n_slots = 1;
-  int n_threads = 0;         // engine threads; 0: the machine's default
-  int64_t n_ctx = 4096;      // per slot; 0: the model's
-  int64_t n_batch = 512;     // prompt tokens per step, all slots together
-  size_t queue_max = 64;     // waiting jobs beyond the slots
-  bool prompt_cache = true;  // keep n_slots prompt snapshots for reuse
+  int n_threads = 0;                        // engine threads; 0: the machine's default
+  int64_t n_ctx = 4096;                     // per slot; 0: the model's
+  int64_t n_batch = 512;                    // prompt tokens per step, all slots together
+  size_t queue_max = 64;                    // waiting jobs beyond the slots
+  bool prompt_cache = true;                 // keep n_slots prompt snapshots for reuse
+  model::Collective* collective = nullptr;  // a distributed run (model/collective.h); null: one process
   // Engine sequences the scheduler holds: one per slot, and one more per slot for its
   // prompt-cache snapshot. A memory plan must count all of them.
   int n_sequences() const { return n_slots * (prompt_cache ? 2 : 1); }

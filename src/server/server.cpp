@@ -187,6 +187,8 @@ struct Server::Impl {
   HttpServer http;
   std::atomic<bool> stopped{false};
   std::atomic<bool> draining{false};
+  std::atomic<bool> failed{false};
+  std::string failed_why;  // set once, before `failed`
   std::once_flag http_stopped;
   OriginPolicy origins;
   int64_t started = 0;
@@ -251,6 +253,13 @@ void Server::stop() {
   s.draining = true;
   s.sched->stop();
   s.stop_listening();
+}
+
+void Server::declare_failed(const std::string& why) {
+  Impl& s = *impl_;
+  if (s.failed) return;
+  s.failed_why = why;
+  s.failed = true;
 }
 
 void Server::shutdown() {
@@ -521,6 +530,7 @@ void Server::Impl::routes() {
       send_error(res, status, type, msg);
       return httplib::Server::HandlerResponse::Handled;
     };
+    if (failed) return refuse(503, "unavailable_error", "the model is unavailable: " + failed_why);
     if (draining) return refuse(503, "unavailable_error", "the server is shutting down");
     if (std::string bad = framing_error(req); !bad.empty()) return refuse(400, "invalid_request_error", bad);
     // Ranges are ignored (RFC 9110 lets a server answer the whole representation): the

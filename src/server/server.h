@@ -83,6 +83,9 @@ class Server {
   void run();
   void stop();
   void shutdown();
+  // The engine can't go on (a rank of a distributed run died or hung): every request,
+  // /health included, gets 503 with this reason from now on. Safe from any thread.
+  void declare_failed(const std::string& why);
 
   struct Impl;
 

@@ -20,11 +20,6 @@ fi
 tmp="$(mktemp -d)"
 cleanup() { [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
-cat > "$tmp/scripts.json" <<'JSON'
-["Let me think.<|close|>think<|sep|><|open|>response<|sep|>Hello <world> | done<|close|>response<|sep|><|close|>message<|sep|><|end_of_msg|>",
- "Need weather.<|close|>think<|sep|><|open|>response<|sep|><|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool=\"get_weather\" index=\"1\"<|sep|><|open|>argument key=\"city\" type=\"string\"<|sep|>Par\"is\n<|close|>argument<|sep|><|open|>argument key=\"days\" type=\"number\"<|sep|>2<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|><|end_of_msg|>",
- "Got it.<|close|>think<|sep|><|open|>response<|sep|>It is sunny in Paris.<|close|>response<|sep|><|close|>message<|sep|><|end_of_msg|>"]
-JSON
 # start_server LOG FLAGS...: starts k3 serve on the golden small model (or, with
 # MODEL=embedded, on the model built into k3), sets pid and port.
 start_server() {
@@ -33,7 +28,7 @@ start_server() {
   [ "${MODEL:-}" = embedded ] && model=()
   k3_serve_start "$log" "$k3" "${model[@]}" -c 4096 -t 1 "$@"
 }
-start_server "$tmp/serve.log" --api-key e2e-key --scripted-output "$tmp/scripts.json"
+start_server "$tmp/serve.log" --api-key e2e-key --scripted-output "$here/scripted_answers.json"
 K3_BASE_URL="http://127.0.0.1:$port/v1" node --test --test-concurrency=1 "$here/openai_client.test.mjs"
 
 # Graceful shutdown: SIGTERM while a long non-streaming request runs; the request must still

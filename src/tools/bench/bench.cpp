@@ -143,6 +143,7 @@ BenchResult run_bench(const BenchOptions& opt) {
   eo.n_ctx = opt.depth + std::max(opt.n_prompt, opt.n_gen) + 1;
   eo.n_seq_max = opt.depth > 0 ? 2 : 1;  // sequence 1 holds the depth, copied before each repetition
   eo.n_ubatch = opt.n_ubatch;
+  eo.hooks.collective = opt.collective;
 
   std::unique_ptr<model::ExpertSource> inner;
   store::ExpertStore* xstore = nullptr;
@@ -167,6 +168,11 @@ BenchResult run_bench(const BenchOptions& opt) {
   m->set_expert_source(std::move(counting));
 
   runtime::Engine eng(m, eo);
+  if (eng.follower()) {
+    eng.follow();
+    r.followed = true;
+    return r;
+  }
   r.n_threads = eng.pool().size();
   r.n_ubatch = opt.n_ubatch;
   r.reps = opt.reps;

@@ -27,6 +27,10 @@ namespace k3::gguf {
 class GgufFile;
 }
 
+namespace k3::model {
+class Collective;
+}
+
 namespace k3::tools {
 
 struct BenchOptions {
@@ -41,11 +45,12 @@ struct BenchOptions {
   std::string bw_cache_path;   // "": default_membw_cache_path()
   size_t bw_buffer_bytes = 0;  // 0: membw default
   uint64_t seed = 42;
-  store::MemoryOptions memory;  // --ram-budget: stream experts (docs/expert-store.md)
-  bool measure_disk_bw = true;  // with --ram-budget: measure O_DIRECT sequential bandwidth
-  bool warmup = true;           // false: no untimed repetition (cold-start numbers)
-  bool profile = false;         // time per op class over the timed repetitions (model/profile.h)
-  int64_t depth = 0;            // tokens already in the sequence when each test starts (-d)
+  store::MemoryOptions memory;              // --ram-budget: stream experts (docs/expert-store.md)
+  bool measure_disk_bw = true;              // with --ram-budget: measure O_DIRECT sequential bandwidth
+  bool warmup = true;                       // false: no untimed repetition (cold-start numbers)
+  bool profile = false;                     // time per op class over the timed repetitions (model/profile.h)
+  model::Collective* collective = nullptr;  // distributed run (model/collective.h); null: one process
+  int64_t depth = 0;                        // tokens already in the sequence when each test starts (-d)
 };
 
 // One op class of a test's profile (BenchOptions::profile): sums over the timed repetitions.
@@ -114,6 +119,7 @@ struct BenchTest {
 };
 
 struct BenchResult {
+  bool followed = false;  // a rank other than 0 of a distributed run: it followed rank 0, nothing measured
   std::string model_path;
   uint64_t file_size = 0;
   uint64_t n_params = 0;

@@ -25,40 +25,51 @@ int layer_of(const std::string& name) {
 
 double log2_steps(int n) { return n > 1 ? std::ceil(std::log2(static_cast<double>(n))) : 0.0; }
 
-// The collectives of one token through the model under the docs/distributed.md layout: an
-// all-gather of each projection group's rows, with the width (floats) each one gathers.
-std::vector<uint64_t> collective_widths(const model::HParams& hp) {
+// The collectives of one token through the model, as the distributed forward pass makes them
+// (docs/distributed.md): one all-gather per product group (ops::Matmul's row split, one per
+// mm.batch), with the width (floats per token) each one gathers, plus the experts' outputs.
+std::vector<uint64_t> collective_widths(const model::HParams& hp, const gguf::GgufFile& f) {
   std::vector<uint64_t> w;
   const uint64_t E = hp.n_embd, Di = hp.kda_inner(), H = hp.n_head, L = hp.expert_in();
   for (uint32_t il = 0; il < hp.n_layer; ++il) {
     if (hp.is_kda(il)) {
-      w.push_back(4 * Di + 2 * H + hp.kda_head_dim);  // q, k, v, gate, beta, decay inputs
-      w.push_back(E);                                 // output projection
+      w.push_back(4 * Di + H + hp.kda_head_dim);  // q, k, v, output gate, beta, decay's first half
+      w.push_back(Di);                            // decay's second half
+      w.push_back(E);                             // output projection
     } else {
-      w.push_back(hp.q_lora_rank + hp.n_embd_head_k);                                    // q_a, kv_a
-      w.push_back(static_cast<uint64_t>(H) * (hp.n_embd_head_k_mla + hp.kv_lora_rank));  // q_b, k_b
-      w.push_back(E);                                                                    // output projection
+      const uint64_t QW = hp.n_embd_head_k_mla, C = hp.kv_lora_rank, Vh = hp.n_embd_head_v_mla;
+      const uint64_t q_in = hp.q_lora_rank > 0 ? hp.q_lora_rank : H * QW;
+      const bool gate = f.tensor(fmt::format("blk.{}.attn_gate.weight", il)) != nullptr;
+      w.push_back(q_in + C + hp.n_rot + (gate ? H * Vh : 0));  // q (or q_a), kv_a, output gate
+      if (hp.q_lora_rank > 0) w.push_back(H * QW);             // q_b
+      w.push_back(H * C);                                      // k_b, per head
+      w.push_back(H * Vh);                                     // v_b, per head
+      w.push_back(E);                                          // output projection
     }
     if (hp.is_dense(il)) {
-      w.push_back(hp.n_ff);  // gate/up
+      w.push_back(hp.n_ff);  // gate/up (fused: the SiTU rows)
       w.push_back(E);        // down
     } else {
-      w.push_back(hp.n_expert + L + 2ull * hp.n_ff_shexp());     // router, routed input, shared gate/up
+      // The router, the routed input's projection into the latent space (when the model has
+      // one) and the shared experts' gate/up go in one exchange.
+      const bool latent = hp.n_embd_exp_latent > 0;
+      w.push_back(hp.n_expert + (latent ? L : 0) + hp.n_ff_shexp());
       w.push_back(static_cast<uint64_t>(hp.n_expert_used) * L);  // the chosen experts' outputs
-      w.push_back(2 * E);                                        // routed up, shared down
+      if (hp.n_ff_shexp() > 0) w.push_back(E);                   // shared down
+      if (latent) w.push_back(E);                                // routed up
     }
   }
   return w;
 }
 
 // `tokens` rows through every layer's collectives, then the head's logits of the one row that
-// is sampled (prefill samples the last position only) gathered on rank 0.
+// is sampled (prefill samples the last position only), all-gathered like every product.
 void add_network(PhaseCost& c, const std::vector<uint64_t>& widths, uint64_t head, int n, int64_t tokens,
                  const HostSpec& h) {
   if (n <= 1) return;
   uint64_t bytes = head * 4 * static_cast<uint64_t>(n - 1) / n;
   for (uint64_t w : widths) bytes += w * 4 * static_cast<uint64_t>(tokens) * static_cast<uint64_t>(n - 1) / n;
-  c.messages = widths.size() + 1;
+  c.messages = widths.size() + 1 + 2;  // + the head; + rank 0's request (its header, its tokens)
   c.net_bytes = bytes;
   c.t_net_latency = static_cast<double>(c.messages) * h.net_latency_s * log2_steps(n);
   c.t_net_bandwidth = h.net_bw > 0 ? static_cast<double>(bytes) / h.net_bw : 0.0;
@@ -121,8 +132,10 @@ Prediction predict(const gguf::GgufFile& f, const PlanOptions& o) {
   const uint64_t cache_elt = o.cache_f16 ? 2 : 4;
   const uint64_t mla_cache = static_cast<uint64_t>(hp.n_mla_layers()) * hp.n_embd_head_k * cache_elt *
                              static_cast<uint64_t>(std::max<int64_t>(1, o.n_ctx));
+  // Every rank runs the sequence mixing of all heads (only the products are split), so each
+  // holds the whole state.
   const uint64_t kda_state =
-      static_cast<uint64_t>(hp.n_kda_layers()) * hp.n_head * hp.kda_head_dim * hp.kda_head_dim * 4 / n;
+      static_cast<uint64_t>(hp.n_kda_layers()) * hp.n_head * hp.kda_head_dim * hp.kda_head_dim * 4;
   r.state = mla_cache + kda_state;
   r.work = store::work_bytes(hp, o.ubatch, o.n_ctx);  // the memory plan's own estimate
   r.overhead = store::kOverheadBytes;
@@ -142,7 +155,7 @@ Prediction predict(const gguf::GgufFile& f, const PlanOptions& o) {
     p.refusal = "the experts do not fit in RAM and no disk bandwidth was given to stream them";
   }
   const double miss = 1.0 - r.resident_fraction;
-  const std::vector<uint64_t> widths = collective_widths(hp);
+  const std::vector<uint64_t> widths = collective_widths(hp, f);
 
   // Decode, one token at depth o.depth.
   {
