@@ -100,6 +100,7 @@ TEST_P(VecDot, ScalarTwinMatchesDequantizedDot) {
   }
 }
 
+#if defined(K3_SIMD_X86)  // the x86 builds against each other (src/kernels/x86/)
 // Two builds of one dot kernel give the same floats, bit for bit, for every token count.
 void expect_same_bits(const Case& c, int64_t n, DotFn base, DotFn other, const std::string& what) {
   for (int nt = 1; nt <= kMaxDotTokens; ++nt) {
@@ -186,6 +187,7 @@ TEST(VecDotAvx512, Mxfp4EqualsAvx2BitForBit) {
     }
   }
 }
+#endif
 
 INSTANTIATE_TEST_SUITE_P(AllFastTypes, VecDot, ::testing::ValuesIn(kFastTypes),
                          [](const auto& info) { return std::string(quant::type_name(info.param)); });
@@ -309,7 +311,11 @@ TEST(VecDotRows, EqualOneRowAtATime) {
       }
     }
   }
+#if defined(K3_SIMD_X86)
   EXPECT_GE(with_rows, 2);  // IQ1_M and IQ2_XXS
+#else
+  EXPECT_EQ(with_rows, 0);  // the portable table has no multi-row forms: callers loop over dot
+#endif
 }
 
 }  // namespace
