@@ -23,6 +23,16 @@ double kda_update_dot_scalar(float* row, const double* k, double delta, const do
   return acc;
 }
 
+void kda_token_step_scalar(float* S, int64_t n, const double* decay, const double* k, const double* q,
+                           const float* v, double beta, float* o) {
+  for (int64_t j = 0; j < n; ++j) {
+    float* row = S + j * n;
+    const double u = kda_decay_dot_scalar(row, decay, k, n);
+    const double delta = (v[j] - u) * beta;
+    o[j] = static_cast<float>(kda_update_dot_scalar(row, k, delta, q, n));
+  }
+}
+
 void dot2_f64_scalar(const double* a, const double* b, const double* s, int64_t n, double* as, double* bs) {
   double x = 0.0, y = 0.0;
   for (int64_t i = 0; i < n; ++i) {
@@ -48,6 +58,10 @@ double kda_decay_dot(float* row, const double* decay, const double* k, int64_t n
 }
 double kda_update_dot(float* row, const double* k, double delta, const double* q, int64_t n) {
   return kda_update_dot_scalar(row, k, delta, q, n);
+}
+void kda_token_step(float* S, int64_t n, const double* decay, const double* k, const double* q,
+                    const float* v, double beta, float* o) {
+  kda_token_step_scalar(S, n, decay, k, q, v, beta, o);
 }
 void dot2_f64(const double* a, const double* b, const double* s, int64_t n, double* as, double* bs) {
   dot2_f64_scalar(a, b, s, n, as, bs);

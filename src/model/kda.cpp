@@ -105,12 +105,7 @@ void recurrent_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64
       kd[i] = k[i];
       qd[i] = q[i];
     }
-    for (int64_t j = 0; j < D; ++j) {
-      float* row = S + j * D;
-      const double u = kernels::kda_decay_dot(row, eg.data(), kd.data(), D);
-      const double delta = (v[j] - u) * beta;
-      o[j] = static_cast<float>(kernels::kda_update_dot(row, kd.data(), delta, qd.data(), D));
-    }
+    kernels::kda_token_step(S, D, eg.data(), kd.data(), qd.data(), v, beta, o);
   }
 }
 

@@ -11,11 +11,15 @@
 
 namespace k3::kernels {
 
-double kda_decay_dot(float* row, const double* decay, const double* k, int64_t n) {
+namespace {
+
+// The row passes, inlined into the token step below (a call per row showed in decode's KDA).
+inline double decay_dot(float* row, const double* decay, const double* k, int64_t n) {
   __m256d u4 = _mm256_setzero_pd();
   int64_t i = 0;
   for (; i + 4 <= n; i += 4) {
-    const __m128 r = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(row + i)), _mm256_loadu_pd(decay + i)));
+    const __m128 r =
+        _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(row + i)), _mm256_loadu_pd(decay + i)));
     _mm_storeu_ps(row + i, r);
     u4 = _mm256_fmadd_pd(_mm256_cvtps_pd(r), _mm256_loadu_pd(k + i), u4);
   }
@@ -27,7 +31,7 @@ double kda_decay_dot(float* row, const double* decay, const double* k, int64_t n
   return u;
 }
 
-double kda_update_dot(float* row, const double* k, double delta, const double* q, int64_t n) {
+inline double update_dot(float* row, const double* k, double delta, const double* q, int64_t n) {
   const __m256d dv = _mm256_set1_pd(delta);
   __m256d a4 = _mm256_setzero_pd();
   int64_t i = 0;
@@ -44,6 +48,26 @@ double kda_update_dot(float* row, const double* k, double delta, const double* q
     acc = std::fma(static_cast<double>(row[i]), q[i], acc);
   }
   return acc;
+}
+
+}  // namespace
+
+double kda_decay_dot(float* row, const double* decay, const double* k, int64_t n) {
+  return decay_dot(row, decay, k, n);
+}
+
+double kda_update_dot(float* row, const double* k, double delta, const double* q, int64_t n) {
+  return update_dot(row, k, delta, q, n);
+}
+
+void kda_token_step(float* S, int64_t n, const double* decay, const double* k, const double* q,
+                    const float* v, double beta, float* o) {
+  for (int64_t j = 0; j < n; ++j) {
+    float* row = S + j * n;
+    const double u = decay_dot(row, decay, k, n);
+    const double delta = (v[j] - u) * beta;
+    o[j] = static_cast<float>(update_dot(row, k, delta, q, n));
+  }
 }
 
 void dot2_f64(const double* a, const double* b, const double* s, int64_t n, double* as, double* bs) {
