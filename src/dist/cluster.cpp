@@ -86,7 +86,8 @@ class MpiCluster final : public Cluster, public model::Collective {
   }
 
   void allgatherv(const void* mine, void* all, std::span<const size_t> counts) override {
-    if (counts.size() != static_cast<size_t>(size_)) fail("allgatherv: {} counts for {} ranks", counts.size(), size_);
+    if (counts.size() != static_cast<size_t>(size_))
+      fail("allgatherv: {} counts for {} ranks", counts.size(), size_);
     counts_.resize(counts.size());
     displs_.resize(counts.size());
     uint64_t total = 0;
@@ -98,14 +99,15 @@ class MpiCluster final : public Cluster, public model::Collective {
       total += counts[r];
     }
     Call c(*this, "MPI_Allgatherv", false);
-    check(MPI_Allgatherv(mine, counts_[static_cast<size_t>(rank_)], MPI_BYTE, all, counts_.data(), displs_.data(),
-                         MPI_BYTE, MPI_COMM_WORLD),
+    check(MPI_Allgatherv(mine, counts_[static_cast<size_t>(rank_)], MPI_BYTE, all, counts_.data(),
+                         displs_.data(), MPI_BYTE, MPI_COMM_WORLD),
           "MPI_Allgatherv");
     c.count(counts[static_cast<size_t>(rank_)], total - counts[static_cast<size_t>(rank_)]);
   }
 
   void broadcast(void* data, size_t bytes, bool idle) override {
-    if (bytes > static_cast<size_t>(INT32_MAX)) fail("broadcast: {} bytes is more than one MPI call carries", bytes);
+    if (bytes > static_cast<size_t>(INT32_MAX))
+      fail("broadcast: {} bytes is more than one MPI call carries", bytes);
     Call c(*this, "MPI_Bcast", idle);
     check(MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast");
     if (rank_ == 0) c.count(bytes * static_cast<uint64_t>(size_ - 1), 0);
@@ -144,7 +146,8 @@ class MpiCluster final : public Cluster, public model::Collective {
     char msg[MPI_MAX_ERROR_STRING];
     int len = 0;
     MPI_Error_string(rc, msg, &len);
-    fail("rank {}: {} failed: {} (another rank may have died)", rank_, what, std::string(msg, static_cast<size_t>(len)));
+    fail("rank {}: {} failed: {} (another rank may have died)", rank_, what,
+         std::string(msg, static_cast<size_t>(len)));
   }
 
   // Every 50 ms: has a bounded call waited past the timeout? Then say so, let the owner react
@@ -155,7 +158,8 @@ class MpiCluster final : public Cluster, public model::Collective {
       std::this_thread::sleep_for(milliseconds(50));
       const int64_t since = since_ns_.load();
       if (since == 0) continue;
-      const double waited = duration<double>(steady_clock::now().time_since_epoch() - nanoseconds(since)).count();
+      const double waited =
+          duration<double>(steady_clock::now().time_since_epoch() - nanoseconds(since)).count();
       if (waited < opts_.timeout_s) continue;
       const std::string msg = fmt::format(
           "rank {} of {}: {} waited {:.0f} s for the other ranks; a rank died or stopped answering "
@@ -204,9 +208,10 @@ void Cluster::finish() {
   auto* m = static_cast<MpiCluster*>(g_cluster.get());
   if (m->rank() == 0 && m->options().stats) {
     const Traffic t = m->traffic();
-    std::fprintf(stderr, "k3 dist: %d ranks | rank 0: %llu collectives, %.3f MB out, %.3f MB in, %.3f s in them\n",
-                 m->size(), static_cast<unsigned long long>(t.collectives), t.bytes_out / 1e6, t.bytes_in / 1e6,
-                 t.wait_s);
+    std::fprintf(stderr,
+                 "k3 dist: %d ranks | rank 0: %llu collectives, %.3f MB out, %.3f MB in, %.3f s in them\n",
+                 m->size(), static_cast<unsigned long long>(t.collectives), t.bytes_out / 1e6,
+                 t.bytes_in / 1e6, t.wait_s);
   }
   g_cluster.reset();
   int done = 0;

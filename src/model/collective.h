@@ -30,9 +30,7 @@ class Collective {
 };
 
 // The contiguous rows [begin, end) of n that rank r of N computes (sizes differ by at most 1).
-inline std::pair<int64_t, int64_t> row_share(int64_t n, int r, int N) {
-  return {n * r / N, n * (r + 1) / N};
-}
+inline std::pair<int64_t, int64_t> row_share(int64_t n, int r, int N) { return {n * r / N, n * (r + 1) / N}; }
 
 // The rank that runs routed expert e.
 inline int expert_owner(int32_t e, int N) { return static_cast<int>(e % N); }
