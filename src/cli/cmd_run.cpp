@@ -22,6 +22,7 @@
 #include "core/thread_pool.h"
 #include "gguf/file.h"
 #include "grammar/matcher.h"
+#include "model/collective.h"
 #include "model/model.h"
 #include "runtime/engine.h"
 #include "runtime/eval_logits.h"
@@ -120,6 +121,9 @@ int cmd_run(int argc, char** argv) {
   eo.n_ubatch = n_ubatch;
   eo.cache_type = cache_type == "f16" ? model::CacheType::F16 : model::CacheType::F32;
   eo.hooks.collective = start_dist(dist_flags);
+  // A rank touches only its rows of the trunk: the mapping keeps just those resident, where a
+  // huge-page copy would hold the whole trunk on every rank (docs/distributed.md).
+  if (eo.hooks.collective) mem.trunk_hugepages = false;
   store::ExpertStore* xstore = store::install_store(*model, mem, store::shape_of(*model, eo));
   runtime::Engine engine(model, eo);
   if (follow_if_follower(engine)) return 0;
@@ -150,8 +154,9 @@ int cmd_run(int argc, char** argv) {
     go.constraint = &constraint;
   }
 
-  fmt::print(stderr, "k3 run: {} | {} prompt tokens | seed {} | {} threads\n", shown_name, prompt_ids.size(),
-             *seed, engine.pool().size());
+  const int ranks = eo.hooks.collective ? eo.hooks.collective->size() : 1;
+  fmt::print(stderr, "k3 run: {} | {} prompt tokens | seed {} | {} threads{}\n", shown_name, prompt_ids.size(),
+             *seed, engine.pool().size(), ranks > 1 ? fmt::format(" × {} ranks", ranks) : "");
   std::optional<text::StreamingDetokenizer> detok;
   if (tok) detok.emplace(*tok, !no_special);
   if (echo) {
