@@ -155,8 +155,9 @@ int cmd_run(int argc, char** argv) {
   }
 
   const int ranks = eo.hooks.collective ? eo.hooks.collective->size() : 1;
-  fmt::print(stderr, "k3 run: {} | {} prompt tokens | seed {} | {} threads{}\n", shown_name, prompt_ids.size(),
-             *seed, engine.pool().size(), ranks > 1 ? fmt::format(" × {} ranks", ranks) : "");
+  fmt::print(stderr, "k3 run: {} | {} prompt tokens | seed {} | {} threads{}\n", shown_name,
+             prompt_ids.size(), *seed, engine.pool().size(),
+             ranks > 1 ? fmt::format(" × {} ranks", ranks) : "");
   std::optional<text::StreamingDetokenizer> detok;
   if (tok) detok.emplace(*tok, !no_special);
   if (echo) {
