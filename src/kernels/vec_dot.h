@@ -13,6 +13,14 @@
 // act, 0, 1, &out[r]) gives; it shares each activation load among a few rows and pays the
 // per-row setup once per group, which matters for the short rows of expert and latent
 // matrices (a 1024-wide IQ1_M row is 4 super-blocks). Null: callers loop over dot.
+// gemm, where a type has it, is the prefill product of a run of rows and many tokens:
+//   act_sums(n, act, act_stride, n_tok, sums) once per run: per token and block, Σ of the
+//     activation bytes (sums[t·n/32 + b]);
+//   gemm(n, w, row_stride, n_rows, act, act_stride, sums, n_tok, y, y_stride, panel): y[t·y_stride
+//     + r] = Σ_k W_r[k]·A_t[k] for r < n_rows, t < n_tok; panel is scratch of
+//     gemm_panel_bytes(n). Each block's integer sum is the one dot() makes and blocks are
+//     accumulated in order; results are within float rounding of dot(), not bit for bit.
+// Null: callers use dot over groups of kMaxDotTokens tokens.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +31,9 @@
 namespace k3::kernels {
 
 inline constexpr int kMaxDotTokens = 4;
+// Minimum tokens for which the gemm form pays (its panel repack is shared by the tokens).
+inline constexpr int kGemmMinTokens = 8;
+inline constexpr size_t gemm_panel_bytes(int64_t n) { return static_cast<size_t>(n / 32) * (512 + 64) + 64; }
 
 // How far ahead (bytes) the decode kernels that stream a row once (Q8_0, MXFP4, F32/F16/BF16,
 // the AVX2 k-quants) ask for its lines into L2; x86/q8_loops.h has the measurements.
@@ -35,6 +46,10 @@ using DotFn = void (*)(int64_t n, const void* w, const void* act, size_t act_str
 using DotScalarFn = float (*)(int64_t n, const void* w, const void* act);
 using DotRowsFn = void (*)(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                            float* out);
+using ActSumsFn = void (*)(int64_t n, const void* act, size_t act_stride, int64_t n_tok, int32_t* sums);
+using GemmFn = void (*)(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                        size_t act_stride, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
+                        void* panel);
 
 struct DotKernel {
   quant::Type type;
@@ -42,6 +57,8 @@ struct DotKernel {
   DotFn dot;               // SIMD (x86/), 1..kMaxDotTokens tokens; the twin per token in a portable build
   DotScalarFn dot_scalar;  // reference twin, one token
   DotRowsFn dot_rows = nullptr;  // decode over several rows, where the type has it
+  ActSumsFn act_sums = nullptr;  // prefill over many tokens (gemm), where the type has it
+  GemmFn gemm = nullptr;
 };
 
 const DotKernel* dot_kernel(quant::Type t);

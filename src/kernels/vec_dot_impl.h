@@ -51,6 +51,11 @@ void dot_mxfp4_vnni(int64_t n, const void* w, const void* act, size_t act_stride
 // bit for bit; nt == 1 runs the AVX-512 loop, nt > 1 the AVX2 kernel. Call only where
 // cpu_has_avx512_iq().
 bool cpu_has_avx512_iq();
+// The Q8_0 prefill product (gemm_q8_avx512.cpp, DotKernel::act_sums and gemm).
+void act_sums_q8_0_avx512(int64_t n, const void* act, size_t act_stride, int64_t n_tok, int32_t* sums);
+void gemm_q8_0_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                      size_t act_stride, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
+                      void* panel);
 void dot_iq2_xxs_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);
 void dot_iq1_m_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);
 void dot_iq1_s_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);

@@ -129,10 +129,10 @@ TEST(MatmulBatch, EachJobEqualsItsOwnMatmul) {
     int64_t rows, cols, n_tok;
     bool fused;
   };
-  const Spec specs[] = {{Type::Q8_0, 37, 512, 1, false},    {Type::IQ1_M, 29, 512, 1, true},
-                        {Type::IQ2_XXS, 40, 256, 1, false}, {Type::F32, 13, 300, 1, false},
-                        {Type::Q5_K, 9, 256, 1, false},     {Type::Q8_0, 21, 256, 6, true},
-                        {Type::IQ1_S, 17, 512, 9, false},   {Type::Q5_K, 5, 256, 3, true}};
+  const Spec specs[] = {
+      {Type::Q8_0, 37, 512, 1, false}, {Type::IQ1_M, 29, 512, 1, true},  {Type::IQ2_XXS, 40, 256, 1, false},
+      {Type::F32, 13, 300, 1, false},  {Type::Q5_K, 9, 256, 1, false},   {Type::Q8_0, 21, 256, 6, true},
+      {Type::Q8_0, 70, 256, 11, true}, {Type::IQ1_S, 17, 512, 9, false}, {Type::Q5_K, 5, 256, 3, true}};
   const float beta = 4.0f;
   const GateUpFn act = [](const float* g, const float* u, float* y, int64_t n, const void* ctx) {
     for (int64_t i = 0; i < n; ++i) y[i] = g[i] * *static_cast<const float*>(ctx) + u[i];

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -277,6 +278,67 @@ TEST(ActQuant, SimdEqualsScalarTwinExactly) {
     quantize_act_q8_k_scalar(x.data(), d.data(), n);
     EXPECT_EQ(0, std::memcmp(c.data(), d.data(), c.size() * sizeof(BlockQ8KA))) << "Q8_K rep " << rep;
   }
+}
+
+// The prefill product (gemm, where a type has one: Q8_0 on AVX-512 VNNI hosts): every output
+// against the scalar twin, for row counts around the 16-row panel, token counts around its
+// groups of 8 and 4, rows of an odd and an even block count, a row stride other than the row
+// size; and nothing written past the rows asked for.
+TEST(VecDotGemm, MatchesScalarTwin) {
+  int with_gemm = 0;
+  for (Type type : kFastTypes) {
+    const DotKernel* k = dot_kernel(type);
+    ASSERT_NE(k, nullptr);
+    if (!k->gemm) continue;
+    ASSERT_NE(k->act_sums, nullptr);
+    ++with_gemm;
+    const int64_t blk = quant::type_info(k->type).block_elems;
+    for (int64_t n : {blk, blk * 3, int64_t{1024}, int64_t{2816} + blk}) {
+      for (int64_t rows : {1, 5, 16, 17, 40}) {
+        for (int64_t n_tok : {1, 3, 8, 13}) {
+          std::mt19937 rng(99u + static_cast<uint32_t>(n * 31 + rows * 7 + n_tok));
+          const size_t rs = quant::row_bytes(k->type, n) + 6;
+          std::vector<uint8_t> w(rs * static_cast<size_t>(rows));
+          std::vector<std::vector<float>> wf(static_cast<size_t>(rows),
+                                             std::vector<float>(static_cast<size_t>(n)));
+          for (int64_t r = 0; r < rows; ++r) {
+            const std::vector<uint8_t> row = test::random_row(k->type, n, rng);
+            std::memcpy(w.data() + r * rs, row.data(), row.size());
+            quant::dequantize_row(k->type, row.data(), wf[r].data(), n);
+          }
+          const size_t as = act_row_bytes(k->act, n);
+          std::vector<uint8_t> act(as * static_cast<size_t>(n_tok));
+          std::vector<std::vector<float>> x;
+          for (int64_t t = 0; t < n_tok; ++t) {
+            x.push_back(test::random_acts(n, rng));
+            quantize_act_row(k->act, x[t].data(), act.data() + t * as, n);
+          }
+          std::vector<int32_t> sums(static_cast<size_t>(n_tok * (n / 32)));
+          k->act_sums(n, act.data(), as, n_tok, sums.data());
+          std::vector<uint8_t> panel(gemm_panel_bytes(n));
+          const size_t ys = static_cast<size_t>(rows) + 3;
+          std::vector<float> y(ys * static_cast<size_t>(n_tok), -777.0f);
+          k->gemm(n, w.data(), rs, rows, act.data(), as, sums.data(), n_tok, y.data(), ys, panel.data());
+          for (int64_t t = 0; t < n_tok; ++t) {
+            for (int64_t r = 0; r < rows; ++r) {
+              const float ref = k->dot_scalar(n, w.data() + r * rs, act.data() + t * as);
+              ASSERT_NEAR(y[t * ys + r], ref, 2e-6 * magnitude(wf[r], x[t]) + 1e-30)
+                  << quant::type_name(k->type) << " n=" << n << " rows=" << rows << " tokens=" << n_tok
+                  << " row " << r << " token " << t;
+            }
+            for (size_t r = static_cast<size_t>(rows); r < ys; ++r) ASSERT_EQ(y[t * ys + r], -777.0f);
+          }
+        }
+      }
+    }
+  }
+#if defined(K3_SIMD_X86)
+  if (impl::cpu_has_avx512_iq() && !std::getenv("K3_CPU")) {
+    EXPECT_GE(with_gemm, 1);  // Q8_0
+  }
+#else
+  EXPECT_EQ(with_gemm, 0);
+#endif
 }
 
 // Decode over several rows (dot_rows, where a type has one: the expert types IQ1_M and
