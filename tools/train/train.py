@@ -114,20 +114,42 @@ class Episodes:
         spans.sort(key=lambda t: (t[1] - t[0], t[0]))
         self.spans = spans
         self.lens = np.array([e - s for s, e, *_ in spans])
+        # The answers' key token sequences grouped by length, for --fresh-keys.
+        self.keys_by_len = {}
+        for s0, _, _, k0, k1 in spans:
+            self.keys_by_len.setdefault(k1 - k0, []).append(self.ids[s0 + k0:s0 + k1])
+        self.keys_by_len = {n: np.stack(v) for n, v in self.keys_by_len.items()}
+
+    def with_fresh_key(self, i, rs):
+        """Episode i with every occurrence of its key's token sequence (the needle's two, the
+        think channel's, the answer) replaced by another episode's key of the same token count:
+        the same text shape with a key drawn anew, so that 4000 episodes cannot be learnt by
+        heart and only copying lowers the loss on the key."""
+        s0, e0, _, k0, k1 = self.spans[i]
+        ep = self.ids[s0:e0].copy()
+        key = ep[k0:k1].copy()
+        pool = self.keys_by_len[len(key)]
+        new = pool[rs.randint(0, len(pool))]
+        hits = [j for j in np.flatnonzero(ep[:len(ep) - len(key) + 1] == key[0])
+                if np.array_equal(ep[j:j + len(key)], key)]
+        for j in hits:
+            ep[j:j + len(key)] = new
+        return ep
 
 
-def retrieval_window(eps, train_ids, rs, T):
+def retrieval_window(eps, train_ids, rs, T, fresh_keys=False):
     """One row of T+1 tokens: random whole episodes while one fits, then ordinary text; and a
     mask per token: 2 on the answer's key tokens, 1 on the rest of the assistant turns, 0
-    elsewhere."""
+    elsewhere. fresh_keys: each episode's key drawn anew (Episodes.with_fresh_key)."""
     row, mask = [], []
     room = T + 1
     while room >= 64:
         n_fit = int(np.searchsorted(eps.lens, room, side="right"))
         if n_fit == 0:
             break
-        s0, e0, a, k0, k1 = eps.spans[rs.randint(0, n_fit)]
-        row.append(eps.ids[s0:e0])
+        i = rs.randint(0, n_fit)
+        s0, e0, a, k0, k1 = eps.spans[i]
+        row.append(eps.with_fresh_key(i, rs) if fresh_keys else eps.ids[s0:e0])
         m = np.zeros(e0 - s0, dtype=np.float32)
         m[a:] = 1.0
         m[k0:k1] = 2.0
@@ -218,6 +240,8 @@ def main():
                     help="loss weight of the assistant turns of retrieval episodes")
     ap.add_argument("--key-weight", type=float, default=50.0,
                     help="loss weight of the key tokens of their answers")
+    ap.add_argument("--fresh-keys", action="store_true",
+                    help="draw each retrieval episode's key anew every time it is used (no learning keys by heart)")
     ap.add_argument("--max-minutes", type=float, default=0, help="stop (after a checkpoint) once this much wall time has passed; 0 = no limit")
     a = ap.parse_args()
 
@@ -272,7 +296,7 @@ def main():
         weight = None
         if is_retrieval:
             rows, T = shapes[(step // a.retrieval_every) % len(shapes)]
-            pairs = [retrieval_window(r_train, batches.ids, batches.rs, T) for _ in range(rows)]
+            pairs = [retrieval_window(r_train, batches.ids, batches.rs, T, a.fresh_keys) for _ in range(rows)]
             w = torch.from_numpy(np.stack([p[0] for p in pairs]))
             mask = torch.from_numpy(np.stack([p[1] for p in pairs]))[:, 1:]
             weight = torch.ones_like(mask)
