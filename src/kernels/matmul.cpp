@@ -50,34 +50,41 @@ const void* prepare_activations(const DotKernel& k, const float* x, int64_t n_to
   return dst;
 }
 
-// Prefill through the type's gemm form (vec_dot.h): the activation sums once for this run of
-// rows, then the rows against all tokens; a fused pair goes kFusedRows rows at a time (gate
-// into y, up into a buffer, the gate function over those rows per token).
+// Prefill through the type's gemm form (vec_dot.h), kGemmTokens tokens at a time, so the
+// thread's buffers stay a few hundred KiB whatever the micro-batch (the memory plan's work
+// line does not grow with threads): the activation sums of those tokens, then the run of rows
+// against them; a fused pair goes kFusedRows rows at a time (gate into y, up into a buffer,
+// the gate function over those rows per token).
 static void run_rows_gemm(const RowTask& t, int64_t r0, int64_t r1) {
+  constexpr int64_t kGemmTokens = 256, kFusedRows = 64;
   const DotKernel& k = *t.k;
   const WeightView& w = *t.w;
   const int64_t cols = w.cols;
   thread_local std::vector<int32_t> sums;
   thread_local std::vector<uint8_t> panel;
-  sums.resize(static_cast<size_t>(t.n_tok * (cols / 32)));
-  panel.resize(gemm_panel_bytes(cols));
-  k.act_sums(cols, t.act, t.act_stride, t.n_tok, sums.data());
-  if (!t.up) {
-    k.gemm(cols, w.row(r0), w.row_stride, r1 - r0, t.act, t.act_stride, sums.data(), t.n_tok, t.y + r0,
-           static_cast<size_t>(t.y_stride), panel.data());
-    return;
-  }
-  constexpr int64_t kFusedRows = 64;
   thread_local std::vector<float> ubuf;
-  ubuf.resize(static_cast<size_t>(kFusedRows * t.n_tok));
-  for (int64_t rt = r0; rt < r1; rt += kFusedRows) {
-    const int64_t len = std::min(kFusedRows, r1 - rt);
-    k.gemm(cols, w.row(rt), w.row_stride, len, t.act, t.act_stride, sums.data(), t.n_tok, t.y + rt,
-           static_cast<size_t>(t.y_stride), panel.data());
-    k.gemm(cols, t.up->row(rt), t.up->row_stride, len, t.act, t.act_stride, sums.data(), t.n_tok, ubuf.data(),
-           static_cast<size_t>(len), panel.data());
-    for (int64_t i = 0; i < t.n_tok; ++i)
-      t.act_fn(t.y + i * t.y_stride + rt, ubuf.data() + i * len, t.y + i * t.y_stride + rt, len, t.act_ctx);
+  sums.resize(static_cast<size_t>(std::min(kGemmTokens, t.n_tok) * (cols / 32)));
+  panel.resize(gemm_panel_bytes(cols));
+  if (t.up) ubuf.resize(static_cast<size_t>(kFusedRows * std::min(kGemmTokens, t.n_tok)));
+  for (int64_t t0 = 0; t0 < t.n_tok; t0 += kGemmTokens) {
+    const int64_t nt = std::min(kGemmTokens, t.n_tok - t0);
+    const uint8_t* a = t.act + static_cast<size_t>(t0) * t.act_stride;
+    float* y = t.y + t0 * t.y_stride;
+    const size_t ys = static_cast<size_t>(t.y_stride);
+    k.act_sums(cols, a, t.act_stride, nt, sums.data());
+    if (!t.up) {
+      k.gemm(cols, w.row(r0), w.row_stride, r1 - r0, a, t.act_stride, sums.data(), nt, y + r0, ys,
+             panel.data());
+      continue;
+    }
+    for (int64_t rt = r0; rt < r1; rt += kFusedRows) {
+      const int64_t len = std::min(kFusedRows, r1 - rt);
+      k.gemm(cols, w.row(rt), w.row_stride, len, a, t.act_stride, sums.data(), nt, y + rt, ys, panel.data());
+      k.gemm(cols, t.up->row(rt), t.up->row_stride, len, a, t.act_stride, sums.data(), nt, ubuf.data(),
+             static_cast<size_t>(len), panel.data());
+      for (int64_t i = 0; i < nt; ++i)
+        t.act_fn(y + i * t.y_stride + rt, ubuf.data() + i * len, y + i * t.y_stride + rt, len, t.act_ctx);
+    }
   }
 }
 

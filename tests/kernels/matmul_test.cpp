@@ -78,6 +78,7 @@ TEST_P(MatmulFast, DecodeAndPrefillMatchTwins) {
     check_against_twins(t, 37, cols, n_tok, nullptr);
   }
   check_against_twins(t, 1, cols, 3, &pool);
+  check_against_twins(t, 21, cols, 300, &pool);  // more tokens than the gemm form takes at once
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFastTypes, MatmulFast,
