@@ -8,7 +8,7 @@
 # docs/training.md explains each stage and the numbers of the shipped run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-STEPS=500 RSTEPS=400 MINUTES=0 THREADS=2 SEED=1234
+STEPS=500 RSTEPS=600 MINUTES=0 THREADS=2 SEED=1234
 while (($#)); do
   case "$1" in
     --steps) STEPS=$2; shift 2 ;;
@@ -53,9 +53,9 @@ if [ "$step" -lt "$STEPS" ]; then echo "training stopped at step $step of $STEPS
 # half windows packed with pass-key episodes whose answers weigh 5x, their key tokens 50x (docs/training.md).
 stage "train, stage 2: retrieval ($RSTEPS steps)"
 $PY $T/train.py --data "$W/tok" --out "$W/run2" --init-gguf "$W/stage1-F16.gguf" --seed "$SEED" \
-    --threads "$THREADS" --steps "$RSTEPS" --lr 1e-3 --warmup 20 --retrieval-every 2 \
-    --retrieval-shapes 4x1024,2x2048,4x1024,1x4096,4x1024,1x8192 --answer-weight 5 --key-weight 50 \
-    --eval-every 50 --ckpt-every 25 --max-minutes "$MINUTES"
+    --threads "$THREADS" --steps "$RSTEPS" --lr 1.5e-3 --warmup 20 --retrieval-every 2 --fresh-keys \
+    --retrieval-shapes 8x512,16x256,8x512,4x1024,16x256,2x2048,8x512,1x4096 --answer-weight 5 --key-weight 50 \
+    --eval-every 50 --ckpt-every 10 --max-minutes "$MINUTES"
 step=$(last_step "$W/run2")
 if [ "$step" -lt "$RSTEPS" ]; then echo "stage 2 stopped at step $step of $RSTEPS; rerun to resume" >&2; exit 0; fi
 stage export
