@@ -41,19 +41,14 @@ constexpr int kGroupBytes = 4;  // vpdpbusd sums 4 byte products per lane
 constexpr int kGroups = 32 / kGroupBytes;
 constexpr int kPanelBlockBytes = kGroups * kPanelRows * kGroupBytes;  // 512
 
+// vec_dot.h sizes the caller's scratch for this layout (plus 64 bytes to align it).
+static_assert(gemm_panel_bytes(32) == kPanelBlockBytes + kPanelRows * sizeof(float) + 64);
+
 // The panel of rows [0, n_rows) (n_rows ≤ 16) of nb blocks: weights + 128, interleaved by
-// group; scales as floats; absent rows get scale 0 (their products are then 0).
+// group; scales as floats. The lanes of absent rows keep whatever an earlier panel left:
+// run_tokens never stores them.
 void repack_panel(const uint8_t* w, size_t row_stride, int n_rows, int64_t nb, uint8_t* pw, float* ps) {
-  for (int r = 0; r < kPanelRows; ++r) {
-    if (r >= n_rows) {
-      for (int64_t b = 0; b < nb; ++b) {
-        ps[b * kPanelRows + r] = 0.0f;
-        for (int g = 0; g < kGroups; ++g)
-          std::memset(pw + b * kPanelBlockBytes + g * kPanelRows * kGroupBytes + r * kGroupBytes, 0x80,
-                      kGroupBytes);
-      }
-      continue;
-    }
+  for (int r = 0; r < n_rows; ++r) {
     const blk::Q8_0* x = reinterpret_cast<const blk::Q8_0*>(w + r * row_stride);
     for (int64_t b = 0; b < nb; ++b) {
       ps[b * kPanelRows + r] = simd::f16(x[b].d);
