@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # Reproduces k3-tiny from a clean clone: data, vocabulary, training (stage 1: the corpus; stage 2:
-# retrieval), export, quantization.
-#   scripts/train-k3-tiny.sh [--steps N] [--retrieval-steps R] [--max-minutes M] [--threads T] [--seed S]
+# retrieval; stage 3: chat repair), export, quantization.
+#   scripts/train-k3-tiny.sh [--steps N] [--retrieval-steps R] [--repair-steps P] [--max-minutes M] [--threads T] [--seed S]
 # Every stage is skipped when its output exists, so rerunning resumes (training continues from
 # its last checkpoint, bit for bit the run it would have been). Work files go to
 # $K3_TRAIN_DIR (default build/k3-tiny); the shipped files to models/k3-tiny/.
 # docs/training.md explains each stage and the numbers of the shipped run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-STEPS=500 RSTEPS=600 MINUTES=0 THREADS=2 SEED=1234
+STEPS=500 RSTEPS=600 PSTEPS=80 MINUTES=0 THREADS=2 SEED=1234
 while (($#)); do
   case "$1" in
     --steps) STEPS=$2; shift 2 ;;
     --retrieval-steps) RSTEPS=$2; shift 2 ;;
+    --repair-steps) PSTEPS=$2; shift 2 ;;
     --max-minutes) MINUTES=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
     --seed) SEED=$2; shift 2 ;;
@@ -58,8 +59,20 @@ $PY $T/train.py --data "$W/tok" --out "$W/run2" --init-gguf "$W/stage1-F16.gguf"
     --eval-every 50 --ckpt-every 10 --max-minutes "$MINUTES"
 step=$(last_step "$W/run2")
 if [ "$step" -lt "$RSTEPS" ]; then echo "stage 2 stopped at step $step of $RSTEPS; rerun to resume" >&2; exit 0; fi
+[ -f "$W/stage2-F16.gguf" ] || $PY $T/export.py --ckpt "$W/run2/ckpt.pt" --vocab "$W/vocab.json" --template "$TEMPLATE" \
+    --out "$W/stage2-F16.gguf"
+# Stage 3 repairs the chat behaviour that stage 2 bends (after it the model opened most think
+# channels with a tool-use plan and called undeclared tools: docs/training.md): three quarters
+# ordinary batches at a lower rate, the retrieval answers no longer weighted, their keys still 50x.
+stage "train, stage 3: chat repair ($PSTEPS steps)"
+$PY $T/train.py --data "$W/tok" --out "$W/run3" --init-gguf "$W/stage2-F16.gguf" --seed "$SEED" \
+    --threads "$THREADS" --steps "$PSTEPS" --lr 5e-4 --warmup 5 --retrieval-every 4 --fresh-keys \
+    --retrieval-shapes 8x512,16x256,4x1024,2x2048 --answer-weight 1 --key-weight 50 \
+    --eval-every 40 --ckpt-every 10 --max-minutes "$MINUTES"
+step=$(last_step "$W/run3")
+if [ "$step" -lt "$PSTEPS" ]; then echo "stage 3 stopped at step $step of $PSTEPS; rerun to resume" >&2; exit 0; fi
 stage export
-$PY $T/export.py --ckpt "$W/run2/ckpt.pt" --vocab "$W/vocab.json" --template "$TEMPLATE" \
+$PY $T/export.py --ckpt "$W/run3/ckpt.pt" --vocab "$W/vocab.json" --template "$TEMPLATE" \
     --out "$OUT/k3-tiny-F16.gguf"
 stage quantize
 "$K3" imatrix -m "$OUT/k3-tiny-F16.gguf" -f "$W/text/train.txt" --chunks 200 -t "$THREADS" -o "$W/imatrix.gguf"
@@ -80,4 +93,5 @@ done | tee "$OUT/eval.txt"
 stage plot
 $PY $T/plot_loss.py --run "$W/run" --out docs/k3-tiny-loss.png --title "k3-tiny, stage 1"
 $PY $T/plot_loss.py --run "$W/run2" --out docs/k3-tiny-retrieval.png --title "k3-tiny, stage 2 (retrieval)"
+$PY $T/plot_loss.py --run "$W/run3" --out docs/k3-tiny-repair.png --title "k3-tiny, stage 3 (chat repair)"
 cp "$W/run/config.json" "$OUT/config.json"
