@@ -63,7 +63,7 @@ static void run_rows_gemm(const RowTask& t, int64_t r0, int64_t r1) {
   thread_local std::vector<int32_t> sums;
   thread_local std::vector<uint8_t> panel;
   thread_local std::vector<float> ubuf;
-  sums.resize(static_cast<size_t>(std::min(kGemmTokens, t.n_tok) * (cols / 32)));
+  sums.resize(gemm_sums_ints(cols, std::min(kGemmTokens, t.n_tok)));
   panel.resize(gemm_panel_bytes(cols));
   if (t.up) ubuf.resize(static_cast<size_t>(kFusedRows * std::min(kGemmTokens, t.n_tok)));
   for (int64_t t0 = 0; t0 < t.n_tok; t0 += kGemmTokens) {

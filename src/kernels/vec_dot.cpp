@@ -51,13 +51,17 @@ const DotKernel kKernels[] = {
     {Type::Q4_K, A::Q8_K, impl::dot_q4_k, impl::dot_q4_k_scalar},
     {Type::Q6_K, A::Q8_K, impl::dot_q6_k, impl::dot_q6_k_scalar},
     {Type::IQ2_XXS, A::Q8_K, pick_avx512(impl::dot_iq2_xxs, impl::dot_iq2_xxs_avx512),
-     impl::dot_iq2_xxs_scalar, pick_avx512(impl::dot_rows_iq2_xxs, impl::dot_rows_iq2_xxs_avx512)},
+     impl::dot_iq2_xxs_scalar, pick_avx512(impl::dot_rows_iq2_xxs, impl::dot_rows_iq2_xxs_avx512),
+     pick_avx512<ActSumsFn>(nullptr, impl::act_sums_iq2_xxs_avx512),
+     pick_avx512<GemmFn>(nullptr, impl::gemm_iq2_xxs_avx512)},
     {Type::IQ2_XS, A::Q8_K, pick_avx512(impl::dot_iq2_xs, impl::dot_iq2_xs_avx512), impl::dot_iq2_xs_scalar,
      pick_avx512<DotRowsFn>(nullptr, impl::dot_rows_iq2_xs_avx512)},
     {Type::IQ1_S, A::Q8_K, pick_avx512(impl::dot_iq1_s, impl::dot_iq1_s_avx512), impl::dot_iq1_s_scalar,
      pick_avx512<DotRowsFn>(nullptr, impl::dot_rows_iq1_s_avx512)},
     {Type::IQ1_M, A::Q8_K, pick_avx512(impl::dot_iq1_m, impl::dot_iq1_m_avx512), impl::dot_iq1_m_scalar,
-     pick_avx512(impl::dot_rows_iq1_m, impl::dot_rows_iq1_m_avx512)},
+     pick_avx512(impl::dot_rows_iq1_m, impl::dot_rows_iq1_m_avx512),
+     pick_avx512<ActSumsFn>(nullptr, impl::act_sums_iq1_m_avx512),
+     pick_avx512<GemmFn>(nullptr, impl::gemm_iq1_m_avx512)},
 };
 
 #else

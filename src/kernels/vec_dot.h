@@ -14,8 +14,10 @@
 // per-row setup once per group, which matters for the short rows of expert and latent
 // matrices (a 1024-wide IQ1_M row is 4 super-blocks). Null: callers loop over dot.
 // gemm, where a type has it, is the prefill product of a run of rows and many tokens:
-//   act_sums(n, act, act_stride, n_tok, sums) once per run: per token and block, Σ of the
-//     activation bytes (sums[t·n/32 + b]);
+//   act_sums(n, act, act_stride, n_tok, sums) once per run: what the type's gemm needs of the
+//     tokens, in gemm_sums_ints(n, n_tok) int32s: Q8_0, per token and block, Σ of the
+//     activation bytes (sums[t·n/32 + b]); IQ2_XXS and IQ1_M, the tokens repacked into tiles
+//     of 16 (x86/gemm_iq_avx512.cpp);
 //   gemm(n, w, row_stride, n_rows, act, act_stride, sums, n_tok, y, y_stride, panel): y[t·y_stride
 //     + r] = Σ_k W_r[k]·A_t[k] for r < n_rows, t < n_tok; panel is scratch of
 //     gemm_panel_bytes(n). Each block's integer sum is the one dot() makes and blocks are
@@ -34,6 +36,14 @@ inline constexpr int kMaxDotTokens = 4;
 // Minimum tokens for which the gemm form pays (its panel repack is shared by the tokens).
 inline constexpr int kGemmMinTokens = 8;
 inline constexpr size_t gemm_panel_bytes(int64_t n) { return static_cast<size_t>(n / 32) * (512 + 64) + 64; }
+// int32s per token tile of 16 and super-block of the IQ gemms' repacked activations: 64 lines
+// of 16 tokens' 4 bytes, 16 lines of sub-block sums, the 16 tokens' scales.
+inline constexpr int64_t kTileSuperblockInts = 64 * 16 + 16 * 16 + 16;
+inline constexpr size_t gemm_sums_ints(int64_t n, int64_t n_tok) {
+  const int64_t q8_0 = n_tok * (n / 32);
+  const int64_t tiles = (n_tok + 15) / 16 * (n / 256) * kTileSuperblockInts + 16;  // + 16: 64-byte alignment
+  return static_cast<size_t>(q8_0 > tiles ? q8_0 : tiles);
+}
 
 // How far ahead (bytes) the decode kernels that stream a row once (Q8_0, MXFP4, F32/F16/BF16,
 // the AVX2 k-quants) ask for its lines into L2; x86/q8_loops.h has the measurements.

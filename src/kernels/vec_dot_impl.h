@@ -56,6 +56,16 @@ void act_sums_q8_0_avx512(int64_t n, const void* act, size_t act_stride, int64_t
 void gemm_q8_0_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                       size_t act_stride, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
                       void* panel);
+// The IQ2_XXS and IQ1_M prefill products (gemm_iq_avx512.cpp): act and act_stride unused (the
+// tokens come repacked in sums).
+void act_sums_iq2_xxs_avx512(int64_t n, const void* act, size_t act_stride, int64_t n_tok, int32_t* sums);
+void act_sums_iq1_m_avx512(int64_t n, const void* act, size_t act_stride, int64_t n_tok, int32_t* sums);
+void gemm_iq2_xxs_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                         size_t act_stride, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
+                         void* panel);
+void gemm_iq1_m_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                       size_t act_stride, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
+                       void* panel);
 void dot_iq2_xxs_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);
 void dot_iq1_m_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);
 void dot_iq1_s_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);

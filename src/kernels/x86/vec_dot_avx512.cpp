@@ -34,6 +34,7 @@
 
 #include "kernels/act_quant.h"
 #include "quant/blocks.h"
+#include "kernels/x86/iq_unpack_avx512.h"
 #include "kernels/x86/q3k_scales.h"
 #include "kernels/x86/rows_group.h"
 #include "kernels/x86/simd.h"
@@ -44,16 +45,9 @@ namespace k3::kernels::impl {
 
 namespace {
 
-// Constant index vectors spelled out by constexpr generators, so the layouts are computed
-// rather than typed as long literal lists.
-struct alignas(64) Bytes64 {
-  uint8_t v[64];
-};
-
-// A vpermw control for the gathers: qword lane j ← int16 lane 8p + j (IQ1_M indices).
-inline __m512i qword_lanes_from_words(int p) {
-  return _mm512_set_epi64(8 * p + 7, 8 * p + 6, 8 * p + 5, 8 * p + 4, 8 * p + 3, 8 * p + 2, 8 * p + 1, 8 * p);
-}
+// The shared unpacking (x86/iq_unpack_avx512.h).
+using iq512::Bytes64;
+using iq512::qword_lanes_from_words;
 
 // A vpermw control spreading int16 scales: lane i ← lane first + step·(i / span).
 inline __m512i spread_words(int first, int step, int span) {
@@ -120,8 +114,7 @@ void superblock_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, fl
 }
 
 // ---------------------------------------------------------------------------------------------
-// IQ2_XXS. The 64 qs bytes of a super-block hold, per 32-weight group k, one qword: four grid
-// index bytes, then a u32 s_k with four 7-bit sign indices (bits 0..27) and the scale (28..31).
+// IQ2_XXS (layout and unpacking: iq_unpack_avx512.h).
 
 // R rows against one activation row. Each row's integer sums and float steps are the same
 // whatever R, so R = 1 is the single-row kernel and every group row equals it bit for bit.
@@ -130,24 +123,11 @@ void iq2_xxs_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float
   const blk::IQ2_XXS* x[R];
   K3_UNROLL for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const blk::IQ2_XXS*>(w + r * rs);
   const BlockQ8KA* y = static_cast<const BlockQ8KA*>(act);
-  const long long* grid = reinterpret_cast<const long long*>(quant::kIq2xxsGrid);
-  const __m512i ks_lo = _mm512_loadu_si512(quant::kKsignsIq2xs);
-  const __m512i ks_hi = _mm512_loadu_si512(quant::kKsignsIq2xs + 64);
-  // qword p ← s_{2p} | s_{2p+1} << 32 (dwords 4p+1, 4p+3), so its eight sign indices start
-  // at bits 0, 7, 14, 21, 32, 39, 46, 53: one vpmultishiftqb puts them in bytes, in the
-  // order of the 64 weights the pair covers (vpermt2b ignores bit 7, a stray bit 28/60).
-  const __m512i sel_s = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 1, 3, 5, 7, 9, 11, 13, 15);
-  const __m512i sign_bits = _mm512_set1_epi64(0x352E2720150E0700ll);
-  const __m512i one = _mm512_set1_epi64(1);
+  const iq512::Iq2xxs u;
   const __m512i zero = _mm512_setzero_si512();
-  // Pair p = groups 2p, 2p+1: grid index bytes 16p+0..3 and 16p+8..11 into qword lanes;
-  // scale of group k in int16 lane 4k of the scale vector, spread over the group's 16 lanes.
-  __m512i gsel[4], lsel[4];
-  K3_UNROLL for (int p = 0; p < 4; ++p) {
-    const int o = 16 * p;
-    gsel[p] = _mm512_set_epi64(o + 11, o + 10, o + 9, o + 8, o + 3, o + 2, o + 1, o);
-    lsel[p] = spread_words(8 * p, 4, 16);
-  }
+  // The scale of group k is in int16 lane 4k of the scale vector, spread over the group's 16 lanes.
+  __m512i lsel[4];
+  K3_UNROLL for (int p = 0; p < 4; ++p) lsel[p] = spread_words(8 * p, 4, 16);
   const size_t pf = prefetch_distance<R>(rs);
   __m256 acc[R];
   K3_UNROLL for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
@@ -159,21 +139,13 @@ void iq2_xxs_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float
       const blk::IQ2_XXS& xb = x[r][b];
       prefetch_at(&xb, pf);
       const __m512i q = _mm512_loadu_si512(xb.qs);
-      // s >> 27 = 2·(s >> 28) + bit 27; or-ing 1 gives the scale 2·(s >> 28) + 1.
-      const __m512i ls = _mm512_or_si512(_mm512_srli_epi64(q, 59), one);
-      const __m512i sidx = _mm512_multishift_epi64_epi8(sign_bits, _mm512_permutexvar_epi32(sel_s, q));
-      // The masks go through memory: kmovq from a load is one load uop, where GCC's own choice
-      // (vmovq/vpextrq/valignq to GPRs, then kmovq) costs about three port-0/5 uops per mask.
+      const __m512i ls = u.scales(q);
       alignas(32) __mmask64 neg[4];
-      _mm256_store_si256(reinterpret_cast<__m256i*>(neg),
-                         _mm512_castsi512_si256(_mm512_permutex2var_epi8(ks_lo, sidx, ks_hi)));
+      u.sign_masks(q, neg);
       asm("" : "+m"(neg));
       __m512i prod[4];
-      K3_UNROLL for (int p = 0; p < 4; ++p) {
-        const __m512i gi = _mm512_maskz_permutexvar_epi8(0x0101010101010101ull, gsel[p], q);
-        const __m512i g = _mm512_i64gather_epi64(gi, grid, 8);
-        prod[p] = _mm512_maddubs_epi16(g, _mm512_mask_sub_epi8(a[p], _load_mask64(&neg[p]), zero, a[p]));
-      }
+      K3_UNROLL for (int p = 0; p < 4; ++p) prod[p] = _mm512_maddubs_epi16(
+          u.grid_pair(q, p), _mm512_mask_sub_epi8(a[p], _load_mask64(&neg[p]), zero, a[p]));
       const __m256i sumi = scaled_sum(prod, ls, lsel, zero);
       const float d = simd::f16(xb.d);
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * dy), _mm256_cvtepi32_ps(sumi), acc[r]);
@@ -268,33 +240,8 @@ void iq2_xs_1(int64_t n, const void* w, const void* act, float* out) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// IQ1_M: index g (0..31) = qs[g] | nibble g of qh << 8, into the offset grid of
-// vec_dot_iquants.cpp (weights + 9 as unsigned bytes; the 9·Σa is taken back with bsums).
-
-// vpermb control: int16 lane g ← qs[g] (block byte g) | qh[g/2] (byte 32 + g/2) << 8.
-constexpr Bytes64 make_iq1m_gather_bytes() {
-  Bytes64 r{};
-  for (int g = 0; g < 32; ++g) {
-    r.v[2 * g] = static_cast<uint8_t>(g);
-    r.v[2 * g + 1] = static_cast<uint8_t>(32 + g / 2);
-  }
-  return r;
-}
-constexpr Bytes64 kIq1mGatherBytes = make_iq1m_gather_bytes();
-
-// vpmultishiftqb control per qword (four int16 lanes g): low byte from bit 16i, high byte
-// from bit 16i + 8 (even g: low nibble of its qh byte) or 16i + 12 (odd g: high nibble).
-constexpr long long kIq1mNibbleShift = 0x3C3028201C100800ll;
-
-// vpmultishiftqb control for the 16 sub-block scales, one per int16 lane j: field j (3 bits at
-// 16·(j/4) + 3·(j%4) of the scale qword) read one bit early, so the low byte is 2·field + a
-// stray bit, which the ternary op below replaces by the +1 (2·field + 1).
-constexpr Bytes64 make_iq1m_scale_shift() {
-  Bytes64 r{};
-  for (int j = 0; j < 16; ++j) r.v[2 * j] = static_cast<uint8_t>((16 * (j / 4) + 3 * (j % 4) + 63) % 64);
-  return r;
-}
-constexpr Bytes64 kIq1mScaleShift = make_iq1m_scale_shift();
+// IQ1_M and IQ1_S: 32 table indices into the offset grid of vec_dot_iquants.cpp (weights + 9 as
+// unsigned bytes; the 9·Σa is taken back with bsums). IQ1_M's unpacking: iq_unpack_avx512.h.
 
 // The part both IQ1 formats share, per super-block and row: the 32 table indices (int16 lane g:
 // grid index | delta sign << 11, into the offset grid), the 16 sub-block scales 2s+1 (int16
@@ -328,29 +275,12 @@ struct Iq1 {
   }
 };
 
-// IQ1_M unpacking: pure-load broadcasts, one multishift per field, a dword-masked load (byte
-// masks cost an extra uop).
 struct Iq1m : Iq1 {
   using Block = blk::IQ1_M;
   template <bool kLast>
   __m256 block(const Block& x, const Q8KRegs& y, __m256 acc) const {
-    const __m512i gather_bytes = _mm512_load_si512(kIq1mGatherBytes.v);
-    const __m512i nibble_shift = _mm512_set1_epi64(kIq1mNibbleShift);
-    const __m256i scale_shift = _mm256_load_si256(reinterpret_cast<const __m256i*>(kIq1mScaleShift.v));
-    // 56-byte block: only the row's last one needs the mask (to stay inside the row).
-    const __m512i bytes = kLast ? _mm512_maskz_loadu_epi32(0x3FFF, &x) : _mm512_loadu_si512(&x);
-    const __m512i idx = _mm512_and_si512(
-        _mm512_multishift_epi64_epi8(nibble_shift, _mm512_permutexvar_epi8(gather_bytes, bytes)),
-        _mm512_set1_epi16(0x0FFF));
-    const __m256i sc = _mm256_castpd_si256(_mm256_broadcast_sd(reinterpret_cast<const double*>(x.scales)));
-    // (f2 & 14) | 1 in one ternary op
-    const __m256i ls = _mm256_ternarylogic_epi32(_mm256_multishift_epi64_epi8(scale_shift, sc),
-                                                 _mm256_set1_epi16(14), _mm256_set1_epi16(1), 0xEA);
-    // blk::iq1m_d's nibble assembly in one pext (the f16 bits are the scale words' top nibbles)
-    uint64_t sc64;
-    std::memcpy(&sc64, x.scales, 8);
-    const float d = simd::f16(static_cast<uint16_t>(_pext_u64(sc64, 0xF000F000F000F000ull)));
-    return finish(idx, ls, d, y, acc);
+    const iq512::Iq1mFields f = iq512::iq1m_fields<kLast>(x);
+    return finish(f.idx, f.ls, f.d, y, acc);
   }
 };
 
