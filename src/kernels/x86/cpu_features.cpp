@@ -1,6 +1,9 @@
 // kernels/x86/cpu_features: which of the wider x86 builds this CPU can run (vec_dot.cpp picks
 // its table entries with these). Compiled with the baseline flags, unlike the AVX-512 and
 // AVX-VNNI files whose kernels these calls guard: a check must not itself need the extension.
+#include <cstdlib>
+#include <string_view>
+
 #include "kernels/vec_dot_impl.h"
 
 namespace k3::kernels::impl {
@@ -10,6 +13,16 @@ bool cpu_has_avx512_iq() {
                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") &&
                           __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("bmi2");
   return has;
+}
+
+bool cpu_iq_lookup_by_loads() {
+  static const bool loads = [] {
+    const char* force = std::getenv("K3_IQ_LOOKUP");
+    if (force && std::string_view(force) == "gather") return false;
+    if (force && std::string_view(force) == "loads") return true;
+    return __builtin_cpu_is("amd") != 0;
+  }();
+  return loads;
 }
 
 bool cpu_has_avx_vnni() {

@@ -94,6 +94,8 @@ struct RowBuf {
   float* d;
 };
 
+// Gathers for the grid entries on every CPU: the scalar loads that decode prefers on AMD
+// (cpu_iq_lookup_by_loads()) measured no faster here, where the decoded row is shared by the tokens.
 struct Iq2xxsRow {
   static constexpr int kGroup = 32;
   static void decode(const uint8_t* row, int64_t nsb, const RowBuf& out) {

@@ -24,9 +24,10 @@
 // stays plain AVX2.
 
 // GCC 12's AVX-512 intrinsics seed their unused merge operand with a self-initialised
-// _mm512_undefined_epi32(), which -Wmaybe-uninitialized reports at every inlined use; the
+// _mm512_undefined_epi32(), which -W(maybe-)uninitialized reports at every inlined use; the
 // warning has to be off where the header is first read, so for this whole file.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <immintrin.h>
 
@@ -118,7 +119,7 @@ void superblock_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, fl
 
 // R rows against one activation row. Each row's integer sums and float steps are the same
 // whatever R, so R = 1 is the single-row kernel and every group row equals it bit for bit.
-template <int R>
+template <int R, bool kLoads>
 void iq2_xxs_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* out) {
   const blk::IQ2_XXS* x[R];
   K3_UNROLL for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const blk::IQ2_XXS*>(w + r * rs);
@@ -145,7 +146,7 @@ void iq2_xxs_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float
       asm("" : "+m"(neg));
       __m512i prod[4];
       K3_UNROLL for (int p = 0; p < 4; ++p) prod[p] = _mm512_maddubs_epi16(
-          u.grid_pair(q, p), _mm512_mask_sub_epi8(a[p], _load_mask64(&neg[p]), zero, a[p]));
+          u.grid_pair_by<kLoads>(xb, q, p), _mm512_mask_sub_epi8(a[p], _load_mask64(&neg[p]), zero, a[p]));
       const __m256i sumi = scaled_sum(prod, ls, lsel, zero);
       const float d = simd::f16(xb.d);
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * dy), _mm256_cvtepi32_ps(sumi), acc[r]);
@@ -155,7 +156,8 @@ void iq2_xxs_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float
 }
 
 void iq2_xxs_1(int64_t n, const void* w, const void* act, float* out) {
-  iq2_xxs_rows<1>(n, static_cast<const uint8_t*>(w), 0, act, out);
+  if (cpu_iq_lookup_by_loads()) iq2_xxs_rows<1, true>(n, static_cast<const uint8_t*>(w), 0, act, out);
+  else iq2_xxs_rows<1, false>(n, static_cast<const uint8_t*>(w), 0, act, out);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -583,7 +585,12 @@ void dot_rows_mxfp4_avx512(int64_t n, const void* w, size_t row_stride, int64_t 
 
 void dot_rows_iq2_xxs_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                              float* out) {
-  rows_by_group<kGroupRows, iq2_xxs_rows<kGroupRows>, iq2_xxs_rows<1>>(n, w, row_stride, n_rows, act, out);
+  if (cpu_iq_lookup_by_loads())
+    rows_by_group<kGroupRows, iq2_xxs_rows<kGroupRows, true>, iq2_xxs_rows<1, true>>(n, w, row_stride, n_rows,
+                                                                                     act, out);
+  else
+    rows_by_group<kGroupRows, iq2_xxs_rows<kGroupRows, false>, iq2_xxs_rows<1, false>>(n, w, row_stride,
+                                                                                       n_rows, act, out);
 }
 
 void dot_rows_iq1_m_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
