@@ -94,13 +94,14 @@ struct RowBuf {
   float* d;
 };
 
+// The row decoders: built once per gemm call (their constants), then decode() per row.
 // Gathers for the grid entries on every CPU: the scalar loads that decode prefers on AMD
 // (cpu_iq_lookup_by_loads()) measured no faster here, where the decoded row is shared by the tokens.
 struct Iq2xxsRow {
   static constexpr int kGroup = 32;
-  static void decode(const uint8_t* row, int64_t nsb, const RowBuf& out) {
-    const iq512::Iq2xxs u;
-    const __m512i x80 = _mm512_set1_epi8(static_cast<char>(0x80));
+  const iq512::Iq2xxs u;
+  const __m512i x80 = _mm512_set1_epi8(static_cast<char>(0x80));
+  void decode(const uint8_t* row, int64_t nsb, const RowBuf& out) const {
     const blk::IQ2_XXS* x = reinterpret_cast<const blk::IQ2_XXS*>(row);
     for (int64_t b = 0; b < nsb; ++b) {
       const __m512i q = _mm512_loadu_si512(x[b].qs);
@@ -121,8 +122,9 @@ struct Iq2xxsRow {
 
 struct Iq1mRow {
   static constexpr int kGroup = 16;
+  const long long* grid = reinterpret_cast<const long long*>(iq1_offset_grid());
   template <bool kLast>
-  static void block(const blk::IQ1_M& x, const long long* grid, int64_t b, const RowBuf& out) {
+  void block(const blk::IQ1_M& x, int64_t b, const RowBuf& out) const {
     const iq512::Iq1mFields f = iq512::iq1m_fields<kLast>(x);
     _mm512_storeu_si512(out.mult + 16 * b, _mm512_cvtepi16_epi32(f.ls));
     // offset-grid byte (8·grid + delta + 9) + 119 = weight + 128
@@ -131,11 +133,10 @@ struct Iq1mRow {
         out.w + 256 * b + 64 * p, _mm512_add_epi8(iq512::iq1_grid_quad(grid, f.idx, p), to_u8));
     out.d[b] = f.d;
   }
-  static void decode(const uint8_t* row, int64_t nsb, const RowBuf& out) {
-    const long long* grid = reinterpret_cast<const long long*>(iq1_offset_grid());
+  void decode(const uint8_t* row, int64_t nsb, const RowBuf& out) const {
     const blk::IQ1_M* x = reinterpret_cast<const blk::IQ1_M*>(row);
-    for (int64_t b = 0; b + 1 < nsb; ++b) block<false>(x[b], grid, b, out);
-    if (nsb > 0) block<true>(x[nsb - 1], grid, nsb - 1, out);
+    for (int64_t b = 0; b + 1 < nsb; ++b) block<false>(x[b], b, out);
+    if (nsb > 0) block<true>(x[nsb - 1], nsb - 1, out);
   }
 };
 
@@ -246,13 +247,14 @@ void gemm_tiles(int64_t n, const void* w, size_t row_stride, int64_t n_rows, con
     rows[r] = RowBuf{p, reinterpret_cast<int32_t*>(p + n), reinterpret_cast<float*>(p + n + 64 * nsb)};
   }
   const uint8_t* wr = static_cast<const uint8_t*>(w);
+  const T dec;
   int64_t r = 0;
   for (; r + kRowsPerPass <= n_rows; r += kRowsPerPass) {
-    for (int k = 0; k < kRowsPerPass; ++k) T::decode(wr + (r + k) * row_stride, nsb, rows[k]);
+    for (int k = 0; k < kRowsPerPass; ++k) dec.decode(wr + (r + k) * row_stride, nsb, rows[k]);
     rows_all_tiles<T::kGroup, kRowsPerPass>(nsb, rows, base, n_tok, r, y, y_stride);
   }
   for (; r < n_rows; ++r) {
-    T::decode(wr + r * row_stride, nsb, rows[0]);
+    dec.decode(wr + r * row_stride, nsb, rows[0]);
     rows_all_tiles<T::kGroup, 1>(nsb, rows, base, n_tok, r, y, y_stride);
   }
 }
