@@ -124,6 +124,7 @@ int cmd_run(int argc, char** argv) {
   // A rank touches only its rows of the trunk: the mapping keeps just those resident, where a
   // huge-page copy would hold the whole trunk on every rank (docs/distributed.md).
   if (eo.hooks.collective) mem.trunk_hugepages = false;
+  if (eo.hooks.collective) mem.decode_copy = false;  // each rank runs its own experts only
   store::ExpertStore* xstore = store::install_store(*model, mem, store::shape_of(*model, eo));
   runtime::Engine engine(model, eo);
   if (follow_if_follower(engine)) return 0;

@@ -24,6 +24,10 @@ void add_memory_flags(CLI::App& app, MemoryFlags& f) {
   app.add_flag("--no-hugepages", f.no_hugepages,
                "leave the trunk in the file mapping (4 KiB pages) instead of copying it into transparent "
                "huge pages at load (faster decode; docs/expert-store.md)");
+  app.add_flag("--no-repack", f.no_repack,
+               "in mmap mode, read the routed IQ1_M experts in the file's layout at decode instead of "
+               "rewriting them at load into a layout without table lookups (decode layout: 1.43x their "
+               "file size in memory, ~1.9x faster expert products; docs/kernels.md)");
 }
 
 std::string to_memory_options(const MemoryFlags& f, store::MemoryOptions& out) {
@@ -42,6 +46,7 @@ std::string to_memory_options(const MemoryFlags& f, store::MemoryOptions& out) {
   out.use_uring = f.io == "uring";
   out.io_depth = f.io_depth;
   out.trunk_hugepages = !f.no_hugepages;
+  out.decode_copy = !f.no_repack;
   return {};
 }
 

@@ -24,6 +24,7 @@ struct MemoryFlags {
   std::string io = "pread";
   int io_depth = 32;
   bool no_hugepages = false;
+  bool no_repack = false;
 };
 
 void add_memory_flags(CLI::App& app, MemoryFlags& f);

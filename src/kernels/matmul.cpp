@@ -95,7 +95,9 @@ void run_rows(const RowTask& t, int64_t r0, int64_t r1) {
   if (k.gemm && t.n_tok >= kGemmMinTokens) return run_rows_gemm(t, r0, r1);
   if (t.n_tok == 1) {
     auto rows = [&](const WeightView& m, float* out) {
-      if (k.dot_rows) k.dot_rows(cols, m.row(r0), m.row_stride, r1 - r0, t.act, out);
+      if (m.decode && k.dot_rows_decode)
+        k.dot_rows_decode(cols, m.decode_row(r0), m.decode_stride, r1 - r0, t.act, out);
+      else if (k.dot_rows) k.dot_rows(cols, m.row(r0), m.row_stride, r1 - r0, t.act, out);
       else
         for (int64_t r = r0; r < r1; ++r) k.dot(cols, m.row(r), t.act, t.act_stride, 1, out + (r - r0));
     };

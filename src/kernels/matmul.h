@@ -24,8 +24,15 @@ struct WeightView {
   int64_t cols = 0;       // ne[0]: input features
   int64_t rows = 0;       // ne[1]: output features
   size_t row_stride = 0;  // bytes between rows
+  // The same rows in the type's decode layout (kernels/decode_layout.h), read instead of data by
+  // one-token products; null: none.
+  const void* decode = nullptr;
+  size_t decode_stride = 0;
 
   const uint8_t* row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * row_stride; }
+  const uint8_t* decode_row(int64_t r) const {
+    return static_cast<const uint8_t*>(decode) + r * decode_stride;
+  }
 };
 
 // y[i] = f(g[i], u[i]) for i < n, the gate/up pair of a fused product (e.g. SiTU with the

@@ -61,7 +61,8 @@ const DotKernel kKernels[] = {
     {Type::IQ1_M, A::Q8_K, pick_avx512(impl::dot_iq1_m, impl::dot_iq1_m_avx512), impl::dot_iq1_m_scalar,
      pick_avx512(impl::dot_rows_iq1_m, impl::dot_rows_iq1_m_avx512),
      pick_avx512<ActSumsFn>(nullptr, impl::act_sums_iq1_m_avx512),
-     pick_avx512<GemmFn>(nullptr, impl::gemm_iq1_m_avx512)},
+     pick_avx512<GemmFn>(nullptr, impl::gemm_iq1_m_avx512),
+     pick_avx512<DotRowsFn>(nullptr, impl::dot_rows_iq1_m_decode_avx512)},
 };
 
 #else

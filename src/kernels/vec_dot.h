@@ -23,6 +23,8 @@
 //     gemm_panel_bytes(n). Each block's integer sum is the one dot() makes and blocks are
 //     accumulated in order; results are within float rounding of dot(), not bit for bit.
 // Null: callers use dot over groups of kMaxDotTokens tokens.
+// dot_rows_decode is dot_rows over a copy of the rows in the type's decode layout, made in
+// memory where the CPU has the kernel (kernels/decode_layout.h; WeightView::decode).
 #pragma once
 
 #include <cstddef>
@@ -69,6 +71,10 @@ struct DotKernel {
   DotRowsFn dot_rows = nullptr;  // decode over several rows, where the type has it
   ActSumsFn act_sums = nullptr;  // prefill over many tokens (gemm), where the type has it
   GemmFn gemm = nullptr;
+  // dot_rows over rows in the type's decode layout (kernels/decode_layout.h), with dot_rows's
+  // results bit for bit; null where the type has none or this CPU no kernel for it (then no
+  // decode copy is made).
+  DotRowsFn dot_rows_decode = nullptr;
 };
 
 const DotKernel* dot_kernel(quant::Type t);

@@ -85,6 +85,10 @@ void dot_rows_iq2_xxs_avx512(int64_t n, const void* w, size_t row_stride, int64_
                              float* out);
 void dot_rows_iq1_m_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                            float* out);
+// IQ1_M rows in the decode layout (kernels/decode_layout.h): dot_rows_iq1_m_avx512's results
+// bit for bit, from the rewritten blocks.
+void dot_rows_iq1_m_decode_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows,
+                                  const void* act, float* out);
 // MXFP4 (Q8_0 activations): nt == 1 runs the AVX-512 loop, nt > 1 the AVX-VNNI or AVX2
 // kernel; the rows form has no AVX2 twin (null in the table without AVX-512).
 void dot_mxfp4_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);

@@ -4,12 +4,15 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <filesystem>
+#include <thread>
 
 #include "core/error.h"
 #include "gguf/file.h"
 
 #include "model/hparams.h"
+#include "model/expert_source.h"
 #include "model/model.h"
 #include "store/memory_limit.h"
 #include "store/resident_trunk.h"
@@ -65,11 +68,29 @@ void prepare_trunk(model::Model& m, const MemoryOptions& opt, bool quiet) {
   std::fflush(stderr);
 }
 
+void prepare_decode_copy(model::ExpertSource& src, const MemoryOptions& opt, bool quiet) {
+  if (!opt.decode_copy || opt.streaming) return;
+  uint64_t avail = proc_kib_field("/proc/meminfo", "MemAvailable");
+  if (const uint64_t cg = cgroup_memory_limit()) avail = std::min(avail, cg);
+  const unsigned cores = std::thread::hardware_concurrency();
+  const model::ExpertSource::DecodeCopy r =
+      src.make_decode_copy(avail / 2, static_cast<int>(std::clamp(cores, 1u, 16u)), !quiet);
+  if (quiet || r.inapplicable) return;
+  if (r.skipped.empty())
+    fmt::print(stderr,
+               "experts: {} of IQ1_M rewritten into the decode layout in {:.2f} s ({} in memory; --no-repack "
+               "to read the file's layout)\n",
+               format_size(r.file_bytes), r.seconds, format_size(r.bytes));
+  else fmt::print(stderr, "experts: decode in the file's layout: {}\n", r.skipped);
+  std::fflush(stderr);
+}
+
 ExpertStore* install_store(model::Model& m, const MemoryOptions& opt, const EngineShape& shape, bool quiet) {
   prepare_trunk(m, opt, quiet);
   std::unique_ptr<ExpertStore> s = build_store(m, opt, shape, quiet);
   ExpertStore* raw = s.get();
   if (s) m.set_expert_source(std::move(s));
+  else if (m.hparams().n_layer_dense_lead < m.hparams().n_layer) prepare_decode_copy(m.experts(), opt, quiet);
   return raw;
 }
 

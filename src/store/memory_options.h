@@ -27,6 +27,9 @@ struct MemoryOptions {
   // to at least trunk_hugepages_min bytes (tests lower it for their small models).
   bool trunk_hugepages = true;
   uint64_t trunk_hugepages_min = uint64_t{64} << 20;
+  // In mmap mode, rewrite the routed experts whose type has a decode layout (IQ1_M) into it at
+  // load, where the copy fits in half the memory available (model/expert_source.h).
+  bool decode_copy = true;
 };
 
 constexpr uint64_t kUnlimited = UINT64_MAX;

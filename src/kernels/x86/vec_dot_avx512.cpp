@@ -34,6 +34,7 @@
 #include <cstring>
 
 #include "kernels/act_quant.h"
+#include "kernels/decode_layout.h"
 #include "quant/blocks.h"
 #include "kernels/x86/iq_unpack_avx512.h"
 #include "kernels/x86/q3k_scales.h"
@@ -89,6 +90,14 @@ inline __m256i scaled_sum(const __m512i (&prod)[4], __m512i ls, const __m512i (&
 // step f.block<kLast>(x, y, acc), kLast marking the row's last block (for the types whose wide
 // load would pass the row's end). R = 1 is the single-row kernel, and each row of a group takes
 // exactly its steps, so every group row equals it bit for bit.
+// The activation registers a type's block step takes: Q8KRegs, or what F::load makes of the
+// block where F wants more (shared by the group's rows).
+template <class F>
+auto load_act(const F& f, const BlockQ8KA& y) {
+  if constexpr (requires { f.load(y); }) return f.load(y);
+  else return load_q8k(y);
+}
+
 template <class F, int R>
 void superblock_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* out) {
   using Block = typename F::Block;
@@ -101,14 +110,14 @@ void superblock_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, fl
   K3_UNROLL for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   const int64_t nb = n / 256;
   for (int64_t b = 0; b + 1 < nb; ++b) {
-    const Q8KRegs a = load_q8k(y[b]);
+    const auto a = load_act(f, y[b]);
     K3_UNROLL for (int r = 0; r < R; ++r) {
       prefetch_at(x[r] + b, pf);
       acc[r] = f.template block<false>(x[r][b], a, acc[r]);
     }
   }
   if (nb > 0) {
-    const Q8KRegs a = load_q8k(y[nb - 1]);
+    const auto a = load_act(f, y[nb - 1]);
     K3_UNROLL for (int r = 0; r < R; ++r) acc[r] = f.template block<true>(x[r][nb - 1], a, acc[r]);
   }
   K3_UNROLL for (int r = 0; r < R; ++r) out[r] = F::kScale * simd::hsum(acc[r]);
@@ -328,8 +337,75 @@ struct Iq1s : Iq1 {
   }
 };
 
+// IQ1_M in its decode layout (kernels/decode_layout.h): the offset-grid bytes 8·grid + 9 ± 1 =
+// 8·code + (0 or 2) come from the 2-bit codes by one per-lane shift and one vpermb (no gather);
+// per 4 weights (one dword) vpdpbusd gives Σ 8·code·a, and where the delta is +1 a masked add
+// brings the 2·Σa of those 4 weights (taken once per super-block for all the group's rows).
+// The dword of quarter p and lane m covers weights 64p + 4m..+3, as the maddubs/dpwssd pair of
+// Iq1m does, and its sum fits int16 (|Σ| ≤ 4·18·127), so one vpdpwssd against (ls, 0) word
+// pairs scales it: the same int32 lanes as Iq1m::finish, hence the same floats bit for bit.
+struct Iq1mDecode {
+  static constexpr float kScale = 0.125f;
+  using Block = Iq1mDecodeBlock;
+  struct Act {
+    Q8KRegs q;
+    __m512i sum4x2[4];  // per quarter, dword m: 2·Σ a over weights 64p + 4m..+3
+  };
+  __m512i lut = byte_lut();  // byte i ← 8·(i & 3): the code in the low 2 bits, the rest ignored
+  // 16-bit shifts per 128-bit lane k: 2k (a byte's low 2 bits are right after a word shift)
+  __m512i lane_shift =
+      _mm512_set_epi64(0x0006000600060006ll, 0x0006000600060006ll, 0x0004000400040004ll, 0x0004000400040004ll,
+                       0x0002000200020002ll, 0x0002000200020002ll, 0, 0);
+  __m256i scale_shift = _mm256_load_si256(reinterpret_cast<const __m256i*>(iq512::kIq1mScaleShift.v));
+  __m512i lsel[4];  // quarter p: dword m ← (ls of sub-block 4p + m/4, 0)
+  Iq1mDecode() { K3_UNROLL for (int p = 0; p < 4; ++p) lsel[p] = spread_words(4 * p, 1, 8); }
+  static __m512i byte_lut() {
+    alignas(64) uint8_t v[64];
+    for (int i = 0; i < 64; ++i) v[i] = static_cast<uint8_t>(8 * (i & 3));
+    return _mm512_load_si512(v);
+  }
+  Act load(const BlockQ8KA& y) const {
+    Act a;
+    a.q = load_q8k(y);
+    const __m512i ones = _mm512_set1_epi8(1);
+    K3_UNROLL for (int p = 0; p < 4; ++p) a.sum4x2[p] =
+        _mm512_slli_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, a.q.qs[p]), 1);
+    return a;
+  }
+  template <bool kLast>
+  __m256 block(const Block& x, const Act& y, __m256 acc) const {
+    const __m256i sc = _mm256_castpd_si256(_mm256_broadcast_sd(reinterpret_cast<const double*>(x.scales)));
+    const __m256i ls = _mm256_ternarylogic_epi32(_mm256_multishift_epi64_epi8(scale_shift, sc),
+                                                 _mm256_set1_epi16(14), _mm256_set1_epi16(1), 0xEA);
+    // −9·Σ ls·bsum, as Iq1m::finish (the opaque constant: see there)
+    __m256i minus9 = _mm256_set1_epi16(-9);
+    asm("" : "+v"(minus9));
+    const __m256i init = _mm256_madd_epi16(_mm256_mullo_epi16(ls, minus9), y.q.bsums);
+    const __m512i ls512 = _mm512_zextsi256_si512(ls);
+    __m512i s0 = _mm512_zextsi256_si512(init), s1 = _mm512_setzero_si512();
+    K3_UNROLL for (int p = 0; p < 4; ++p) {
+      const __m512i codes =
+          _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.codes + 16 * p)));
+      const __m512i grid8 = _mm512_permutexvar_epi8(_mm512_srlv_epi16(codes, lane_shift), lut);
+      __m512i t = _mm512_dpbusd_epi32(_mm512_setzero_si512(), grid8, y.q.qs[p]);
+      t = _mm512_mask_add_epi32(t, static_cast<__mmask16>(x.delta_plus >> (16 * p)), t, y.sum4x2[p]);
+      const __m512i l = _mm512_maskz_permutexvar_epi16(0x55555555u, lsel[p], ls512);
+      if (p % 2 == 0) s0 = _mm512_dpwssd_epi32(s0, t, l);
+      else s1 = _mm512_dpwssd_epi32(s1, t, l);
+    }
+    const __m512i s = _mm512_add_epi32(s0, s1);
+    const __m256i sumi = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
+    uint64_t sc64;
+    std::memcpy(&sc64, x.scales, 8);
+    const float d = simd::f16(static_cast<uint16_t>(_pext_u64(sc64, 0xF000F000F000F000ull)));
+    return _mm256_fmadd_ps(_mm256_set1_ps(d * y.q.d), _mm256_cvtepi32_ps(sumi), acc);
+  }
+};
+
 template <int R>
 constexpr auto iq1_m_rows = &superblock_rows<Iq1m, R>;
+template <int R>
+constexpr auto iq1_m_decode_rows = &superblock_rows<Iq1mDecode, R>;
 template <int R>
 constexpr auto iq1_s_rows = &superblock_rows<Iq1s, R>;
 
@@ -596,6 +672,12 @@ void dot_rows_iq2_xxs_avx512(int64_t n, const void* w, size_t row_stride, int64_
 void dot_rows_iq1_m_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                            float* out) {
   rows_by_group<kGroupRows, iq1_m_rows<kGroupRows>, iq1_m_rows<1>>(n, w, row_stride, n_rows, act, out);
+}
+
+void dot_rows_iq1_m_decode_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows,
+                                  const void* act, float* out) {
+  rows_by_group<kGroupRows, iq1_m_decode_rows<kGroupRows>, iq1_m_decode_rows<1>>(n, w, row_stride, n_rows,
+                                                                                 act, out);
 }
 
 void dot_q3_k_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out) {

@@ -153,7 +153,10 @@ BenchResult run_bench(const BenchOptions& opt) {
     xstore = st.get();
     inner = std::move(st);
   }
-  if (!inner) inner = model::make_mapped_expert_source(m->gguf(), hp);
+  if (!inner) {
+    inner = model::make_mapped_expert_source(m->gguf(), hp);
+    store::prepare_decode_copy(*inner, opt.memory);
+  }
   if (xstore) {
     r.memory_mode = store::describe(xstore);
     r.ram_budget = opt.memory.ram_budget;

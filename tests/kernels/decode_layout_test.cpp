@@ -1,0 +1,143 @@
+// IQ1_M's decode layout (kernels/decode_layout.h): the rewritten rows give the file layout's
+// one-token results bit for bit, in the scalar twin and in the SIMD rows kernel, and matmul
+// reads the decode copy where a view has one.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/act_quant.h"
+#include "kernels/decode_layout.h"
+#include "kernels/matmul.h"
+#include "kernels/random_weights.h"
+#include "kernels/vec_dot.h"
+#include "kernels/vec_dot_impl.h"
+#include "quant/types.h"
+
+namespace k3::kernels {
+namespace {
+
+using quant::Type;
+
+struct Rows {
+  int64_t n = 0, rows = 0;
+  std::vector<uint8_t> file, decode;
+  size_t rs = 0, ds = 0;
+};
+
+Rows random_rows(int64_t n, int64_t rows, std::mt19937& rng) {
+  Rows m;
+  m.n = n;
+  m.rows = rows;
+  m.rs = quant::row_bytes(Type::IQ1_M, n);
+  m.ds = decode_row_bytes(Type::IQ1_M, n);
+  for (int64_t r = 0; r < rows; ++r) {
+    const std::vector<uint8_t> row = test::random_row(Type::IQ1_M, n, rng);
+    m.file.insert(m.file.end(), row.begin(), row.end());
+  }
+  m.decode.assign(m.ds * static_cast<size_t>(rows), 0xA5);
+  repack_for_decode(Type::IQ1_M, m.file.data(), m.decode.data(), rows * (n / 256));
+  return m;
+}
+
+std::vector<uint8_t> q8k_acts(int64_t n, std::mt19937& rng) {
+  const std::vector<float> x = test::random_acts(n, rng);
+  std::vector<uint8_t> act(act_row_bytes(ActFormat::Q8_K, n));
+  quantize_act_row(ActFormat::Q8_K, x.data(), act.data(), n);
+  return act;
+}
+
+TEST(DecodeLayout, SizesAndTypes) {
+  EXPECT_EQ(sizeof(Iq1mDecodeBlock), 80u);
+  EXPECT_EQ(decode_row_bytes(Type::IQ1_M, 1024), 4u * 80u);
+  EXPECT_EQ(decode_row_bytes(Type::IQ2_XXS, 1024), 0u);
+  EXPECT_EQ(decode_row_bytes(Type::Q8_0, 1024), 0u);
+}
+
+// The scalar twin over the rewritten blocks is dot_iq1_m_scalar over the file's, bit for bit:
+// same integer sums (grid = code − 1, the delta from delta_plus), same float step.
+TEST(DecodeLayout, ScalarTwinEqualsFileLayout) {
+  std::mt19937 rng(77);
+  for (int64_t n : {256, 1024, 7168}) {
+    const Rows m = random_rows(n, 6, rng);
+    const std::vector<uint8_t> act = q8k_acts(n, rng);
+    for (int64_t r = 0; r < m.rows; ++r) {
+      const float want = impl::dot_iq1_m_scalar(n, m.file.data() + r * m.rs, act.data());
+      const float got = dot_iq1_m_decode_scalar(n, m.decode.data() + r * m.ds, act.data());
+      EXPECT_EQ(std::memcmp(&want, &got, sizeof want), 0)
+          << "n=" << n << " row " << r << ": " << want << " vs " << got;
+    }
+  }
+}
+
+// Each weight's value survives the rewrite: a one-hot activation picks single weights out of
+// the decode-layout product, which must match the file layout's.
+TEST(DecodeLayout, OneHotActivationsPickEachWeight) {
+  std::mt19937 rng(5);
+  const int64_t n = 256;
+  const Rows m = random_rows(n, 1, rng);
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<float> x(n, 0.0f);
+    x[i] = 1.0f;
+    std::vector<uint8_t> act(act_row_bytes(ActFormat::Q8_K, n));
+    quantize_act_row(ActFormat::Q8_K, x.data(), act.data(), n);
+    const float want = impl::dot_iq1_m_scalar(n, m.file.data(), act.data());
+    const float got = dot_iq1_m_decode_scalar(n, m.decode.data(), act.data());
+    ASSERT_EQ(want, got) << "weight " << i;
+  }
+}
+
+// The SIMD rows kernel over the decode layout equals the file layout's rows kernel bit for bit,
+// for row counts around the group size and short and long rows.
+TEST(DecodeLayout, RowsKernelEqualsFileLayout) {
+  const DotKernel* k = dot_kernel(Type::IQ1_M);
+  ASSERT_NE(k, nullptr);
+  if (!k->dot_rows_decode) GTEST_SKIP() << "no decode-layout kernel for this CPU (AVX-512 VBMI/VNNI only)";
+  ASSERT_NE(k->dot_rows, nullptr);
+  std::mt19937 rng(99);
+  for (int64_t n : {256, 1024, 2048 + 512}) {
+    for (int64_t rows : {1, 3, 4, 5, 9, 17}) {
+      const Rows m = random_rows(n, rows, rng);
+      const std::vector<uint8_t> act = q8k_acts(n, rng);
+      std::vector<float> want(static_cast<size_t>(rows)), got(static_cast<size_t>(rows), -1.0f);
+      k->dot_rows(n, m.file.data(), m.rs, rows, act.data(), want.data());
+      k->dot_rows_decode(n, m.decode.data(), m.ds, rows, act.data(), got.data());
+      EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+          << "n=" << n << " rows=" << rows;
+      for (int64_t r = 0; r < rows; ++r) {  // and the scalar twin, within float summation order
+        const float s = dot_iq1_m_decode_scalar(n, m.decode.data() + r * m.ds, act.data());
+        EXPECT_NEAR(got[r], s, 1e-4f * (1.0f + std::abs(s)));
+      }
+    }
+  }
+}
+
+// matmul takes a view's decode copy for one token and the file rows for several: a view whose
+// decode copy holds another matrix gives that matrix's products at one token only.
+TEST(DecodeLayout, MatmulReadsTheDecodeCopyForOneToken) {
+  const DotKernel* k = dot_kernel(Type::IQ1_M);
+  if (!k->dot_rows_decode) GTEST_SKIP() << "no decode-layout kernel for this CPU";
+  std::mt19937 rng(3);
+  const int64_t n = 1024, rows = 64;
+  const Rows a = random_rows(n, rows, rng), b = random_rows(n, rows, rng);
+  WeightView w{Type::IQ1_M, a.file.data(), n, rows, a.rs};
+  WeightView wb{Type::IQ1_M, b.file.data(), n, rows, b.rs};
+  const std::vector<float> x = test::random_acts(n * 2, rng);
+  ThreadPool pool(2);
+  std::vector<float> plain_b(rows), crossed(rows), prefill(2 * rows), prefill_a(2 * rows);
+  matmul(wb, x.data(), 1, plain_b.data(), &pool);
+  w.decode = b.decode.data();
+  w.decode_stride = b.ds;
+  matmul(w, x.data(), 1, crossed.data(), &pool);
+  EXPECT_EQ(std::memcmp(plain_b.data(), crossed.data(), plain_b.size() * sizeof(float)), 0);
+  matmul(w, x.data(), 2, prefill.data(), &pool);
+  w.decode = nullptr;
+  matmul(w, x.data(), 2, prefill_a.data(), &pool);
+  EXPECT_EQ(std::memcmp(prefill.data(), prefill_a.data(), prefill.size() * sizeof(float)), 0);
+}
+
+}  // namespace
+}  // namespace k3::kernels
