@@ -202,6 +202,7 @@ int cmd_niah(int argc, char** argv) {
   runtime::EngineOptions eo;
   eo.n_threads = threads;
   eo.n_ctx = max_len + max_answer + 64;
+  mem.decode_copy = false;  // long prompts, answers of a few tokens: the load would cost more than it saves
   store::install_store(*model, mem, store::shape_of(*model, eo));  // the store, if any, lives with the model
   runtime::Engine engine(model, eo);
 

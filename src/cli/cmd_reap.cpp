@@ -120,7 +120,9 @@ int cmd_reap(int argc, char** argv) {
   auto model = model::Model::load(model_path);
   const uint32_t n_keep = tools::check_reap_request(model->gguf(), opt);
   // Calibration reads experts through the model's expert source (the streaming store under
-  // --ram-budget); slicing copies bytes straight from the file's mapping.
+  // --ram-budget); slicing copies bytes straight from the file's mapping. Calibration is all
+  // prefill, which reads the file's layout: no decode copy.
+  mem.decode_copy = false;
   store::install_store(*model, mem, store::shape_of(*model, tools::reap_engine_options(opt.calib)),
                        no_progress);
   opt.calibration_name = std::filesystem::path(calib_file).filename().string();
