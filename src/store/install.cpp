@@ -75,7 +75,8 @@ void prepare_decode_copy(model::ExpertSource& src, const MemoryOptions& opt, boo
   const unsigned cores = std::thread::hardware_concurrency();
   const model::ExpertSource::DecodeCopy r =
       src.make_decode_copy(avail / 2, static_cast<int>(std::clamp(cores, 1u, 16u)), !quiet);
-  if (quiet || r.inapplicable) return;
+  // Small copies, like small trunks, go unmentioned: a few MiB cost nothing worth a line.
+  if (quiet || r.inapplicable || (r.skipped.empty() && r.bytes < opt.trunk_hugepages_min)) return;
   if (r.skipped.empty())
     fmt::print(stderr,
                "experts: {} of IQ1_M rewritten into the decode layout in {:.2f} s ({} in memory; --no-repack "
