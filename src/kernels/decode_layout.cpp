@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels/act_quant.h"
+#include "kernels/vec_dot_impl.h"
 #include "quant/blocks.h"
 #include "quant/codebooks.h"
 #include "quant/codec.h"
@@ -71,25 +72,19 @@ void repack_for_decode(quant::Type t, const void* src, void* dst, int64_t n_bloc
   for (int64_t b = 0; b < n_blocks; ++b) repack_iq1_m(grid, x[b], y[b]);
 }
 
-// Per sub-block of 16 weights, IQ1_M's sum Σ (8·grid ± 1)·a: grid = code − 1, and the delta
-// ±1 (+1 where delta_plus is set); then dot_iq1_m_scalar's float step.
+// The weights back as 8·grid ± 1 (grid = code − 1; the delta +1 where delta_plus is set),
+// then the file layout twin's integer sum and float step.
 float dot_iq1_m_decode_scalar(int64_t n, const void* w, const void* act) {
   const auto* x = static_cast<const Iq1mDecodeBlock*>(w);
   const auto* y = static_cast<const BlockQ8KA*>(act);
   float s = 0.0f;
   for (int64_t b = 0; b < n / 256; ++b) {
-    uint16_t sc[4];
-    std::memcpy(sc, x[b].scales, 8);
-    int isum = 0;
-    for (int t = 0; t < 16; ++t) {
-      const int ls = 2 * ((sc[t / 4] >> (3 * (t % 4))) & 7) + 1;
-      int sub = 0;
-      for (int i = 16 * t; i < 16 * t + 16; ++i) {
-        const int delta = (x[b].delta_plus >> (i / 4)) & 1 ? 1 : -1;
-        sub += (8 * (code_of(x[b], i) - 1) + delta) * y[b].qs[i];
-      }
-      isum += ls * sub;
+    int8_t values[256];
+    for (int i = 0; i < 256; ++i) {
+      const int delta = (x[b].delta_plus >> (i / 4)) & 1 ? 1 : -1;
+      values[i] = static_cast<int8_t>(8 * (code_of(x[b], i) - 1) + delta);
     }
+    const int isum = impl::iq1_m_isum_scalar(values, x[b].scales, y[b].qs);
     s += 0.125f * quant::fp16_to_fp32(blk::iq1m_scale_bits(x[b].scales)) * y[b].d * static_cast<float>(isum);
   }
   return s;

@@ -36,6 +36,12 @@ K3_DECLARE_DOT(iq1_m)
 
 #undef K3_DECLARE_DOT
 
+// IQ1_M's integer sum over one super-block given its 256 weights as 8·grid ± 1 and its scales
+// field: Σ over the 16 sub-blocks of (2s+1)·Σ value·a. Both IQ1_M scalar twins (the file
+// layout's and the decode layout's, kernels/decode_layout.h) take it, so they agree by
+// construction.
+int iq1_m_isum_scalar(const int8_t* values, const uint8_t* scales, const int8_t* qs);
+
 // Decode over several rows (DotRowsFn in vec_dot.h), AVX2 (vec_dot_iquants.cpp).
 void dot_rows_iq2_xxs(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                       float* out);

@@ -226,28 +226,32 @@ float dot_iq1_s_scalar(int64_t n, const void* w, const void* act) {
   return s;
 }
 
+int iq1_m_isum_scalar(const int8_t* values, const uint8_t* scales, const int8_t* qs) {
+  uint16_t sc[4];
+  std::memcpy(sc, scales, 8);
+  int isum = 0;
+  for (int t = 0; t < 16; ++t) {
+    const int ls = 2 * ((sc[t / 4] >> (3 * (t % 4))) & 7) + 1;
+    int sub = 0;
+    for (int i = 16 * t; i < 16 * t + 16; ++i) sub += values[i] * qs[i];
+    isum += ls * sub;
+  }
+  return isum;
+}
+
 float dot_iq1_m_scalar(int64_t n, const void* w, const void* act) {
   const blk::IQ1_M* x = static_cast<const blk::IQ1_M*>(w);
   const BlockQ8KA* y = static_cast<const BlockQ8KA*>(act);
   float s = 0.0f;
   for (int64_t b = 0; b < n / 256; ++b) {
-    uint16_t sc[4];
-    std::memcpy(sc, x[b].scales, 8);
-    int isum = 0;
-    for (int t = 0; t < 16; ++t) {
-      const int ls = 2 * ((sc[t / 4] >> (3 * (t % 4))) & 7) + 1;
-      const uint8_t qh = x[b].qh[t];
-      int sub = 0;
-      for (int half = 0; half < 2; ++half) {
-        const int g = 2 * t + half;
-        const int bits = qh >> (4 * half);
-        const int idx = x[b].qs[g] | ((bits & 7) << 8);
-        const int delta = (bits & 8) ? -1 : 1;
-        const uint64_t grid = quant::kIq1sGrid[idx];
-        for (int j = 0; j < 8; ++j) sub += (8 * grid_byte(grid, j) + delta) * y[b].qs[8 * g + j];
-      }
-      isum += ls * sub;
+    int8_t values[256];  // 8·grid ± 1
+    for (int g = 0; g < 32; ++g) {
+      const int bits = x[b].qh[g / 2] >> (4 * (g % 2));
+      const uint64_t grid = quant::kIq1sGrid[x[b].qs[g] | ((bits & 7) << 8)];
+      const int delta = (bits & 8) ? -1 : 1;
+      for (int j = 0; j < 8; ++j) values[8 * g + j] = static_cast<int8_t>(8 * grid_byte(grid, j) + delta);
     }
+    const int isum = iq1_m_isum_scalar(values, x[b].scales, y[b].qs);
     s += 0.125f * quant::fp16_to_fp32(blk::iq1m_scale_bits(x[b].scales)) * y[b].d * static_cast<float>(isum);
   }
   return s;
