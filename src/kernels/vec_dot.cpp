@@ -86,6 +86,17 @@ const DotKernel kKernels[] = {
 
 }  // namespace
 
+const int g_decode_prefetch_bytes = [] {
+  const char* force = std::getenv("K3_PREFETCH");
+  if (force && std::string_view(force) == "3072") return kDecodePrefetchIntel;
+  if (force && std::string_view(force) == "6144") return kDecodePrefetchAmd;
+#if defined(K3_SIMD_X86)
+  __builtin_cpu_init();  // may run before the runtime's own initialisation of the CPU model
+  if (__builtin_cpu_is("amd")) return kDecodePrefetchAmd;
+#endif
+  return kDecodePrefetchIntel;
+}();
+
 const DotKernel* dot_kernel(quant::Type t) {
   for (const DotKernel& k : kKernels)
     if (k.type == t) return &k;

@@ -24,15 +24,15 @@ namespace k3::kernels::impl {
 namespace {
 
 // Decode streams each Q8_0 row once. On some hosts one core's hardware prefetchers keep too
-// few lines in flight for this loop, so it asks for the line kDecodePrefetchBytes ahead. Into L2 (T1), not
+// few lines in flight for this loop, so it asks for the line decode_prefetch_bytes() ahead. Into L2 (T1), not
 // L1: measured on a 2-vCPU Xeon VM (2026-12-03), two threads over 4.5 MB matrices went from
 // 19 GB/s (T0, 2 KiB ahead) to 21.5-22 GB/s (T1 or T2, 4 KiB ahead; 2 and 16 KiB a little
 // less), one thread over 1 GiB from 10.5 to 12.1 GB/s; without any prefetch the same host
 // gave 14 GB/s on two threads. Earlier hosts gained nothing and lost nothing. With four FMA
 // chains per row (below) 3 KiB ahead beat 4 KiB: one thread over 1 GiB 13.5 -> 14.5 GB/s, two
 // threads 26-27 -> 29 GB/s, 4.5 MB product chains +4 %, bench-m tg +3 % (2.5 KiB the same,
-// 2 KiB less).
-constexpr int kPfDist = kDecodePrefetchBytes;
+// 2 KiB less). On the AMD EPYC (Zen 4) VMs 6 KiB beat 3 KiB: two threads over 4.5 MB
+// matrices +13-22 %, bench-m tg +4-6 % (docs/kernels.md), hence the distance per vendor.
 
 // Independent FMA chains per token: two where several tokens share the loop, four for decode.
 // One token streams its row from memory; with two chains the loop-carried FMA latency held
@@ -45,13 +45,14 @@ void q8_0_loop(int64_t n, const void* w, const void* act, size_t st, float* out)
   const BlockQ8_0A* y[NT];
   K3_UNROLL for (int t = 0; t < NT; ++t) y[t] = reinterpret_cast<const BlockQ8_0A*>(simd::tok(act, st, t));
   constexpr int NA = NT == 1 ? 4 : 2;
+  const int64_t pf = NT == 1 ? decode_prefetch_bytes() : 0;
   __m256 acc[NT][NA];
   K3_UNROLL for (int t = 0; t < NT; ++t) K3_UNROLL for (int a = 0; a < NA; ++a) acc[t][a] =
       _mm256_setzero_ps();
   const int64_t nb = n / 32;
   int64_t b = 0;
   auto step = [&](int64_t i, int slot) {
-    if constexpr (NT == 1) _mm_prefetch(reinterpret_cast<const char*>(x + i) + kPfDist, _MM_HINT_T1);
+    if constexpr (NT == 1) _mm_prefetch(reinterpret_cast<const char*>(x + i) + pf, _MM_HINT_T1);
     const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs));
     const __m256i ax = _mm256_abs_epi8(qx);
     const float dx = simd::f16(x[i].d);
@@ -81,11 +82,12 @@ void mxfp4_loop(int64_t n, const void* w, const void* act, size_t st, float* out
   // row prefetched ahead, as for Q8_0 (one chain made it latency-bound: one core 2.5 -> 8.1
   // GB/s). The AVX-512 kernel (vec_dot_avx512.cpp) keeps the same chains, bit for bit.
   constexpr int NA = NT == 1 ? 4 : 1;
+  const int64_t pf = NT == 1 ? decode_prefetch_bytes() : 0;
   __m256 acc[NT][NA];
   K3_UNROLL for (int t = 0; t < NT; ++t) K3_UNROLL for (int a = 0; a < NA; ++a) acc[t][a] =
       _mm256_setzero_ps();
   auto step = [&](int64_t b, int slot) {
-    if constexpr (NT == 1) _mm_prefetch(reinterpret_cast<const char*>(x + b) + kPfDist, _MM_HINT_T1);
+    if constexpr (NT == 1) _mm_prefetch(reinterpret_cast<const char*>(x + b) + pf, _MM_HINT_T1);
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].qs));
     // low nibbles are elements 0..15, high nibbles 16..31
     const __m256i codes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), m4);

@@ -34,7 +34,8 @@ uint64_t sum_slice(const __m256i* p, size_t n) {
   return lanes[0] + lanes[1] + lanes[2] + lanes[3];
 }
 
-static_assert(kStreamPrefetchChoices[1] == kDecodePrefetchBytes);
+static_assert(kStreamPrefetchChoices[1] == kDecodePrefetchIntel &&
+              kStreamPrefetchChoices[2] == kDecodePrefetchAmd);
 
 }  // namespace
 
@@ -43,8 +44,8 @@ uint64_t stream_read_sum(const void* p, size_t bytes, int prefetch_ahead) {
   const size_t n = bytes / sizeof(__m256i);
   switch (prefetch_ahead) {
     case 0: return sum_slice<0>(v, n);
-    case kDecodePrefetchBytes: return sum_slice<kDecodePrefetchBytes>(v, n);
-    default: return sum_slice<4096>(v, n);
+    case kDecodePrefetchIntel: return sum_slice<kDecodePrefetchIntel>(v, n);
+    default: return sum_slice<kDecodePrefetchAmd>(v, n);
   }
 }
 

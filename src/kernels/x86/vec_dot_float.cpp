@@ -49,6 +49,7 @@ void float_nt(int64_t n, const void* w, const void* act, size_t st, float* out) 
   __m256 acc[NT][U];
   K3_UNROLL for (int t = 0; t < NT; ++t) K3_UNROLL for (int u = 0; u < U; ++u) acc[t][u] =
       _mm256_setzero_ps();
+  const int64_t pf = decode_prefetch_bytes();
   int64_t i = 0;
   for (; i + 8 * U <= n; i += 8 * U) {
     if constexpr (NT == 1) {
@@ -56,7 +57,7 @@ void float_nt(int64_t n, const void* w, const void* act, size_t st, float* out) 
       // ahead into L2, as the Q8_0 kernel does (one core, 2026-12-03, 4 KiB ahead: F32 11.0
       // -> 13.9 GB/s, F16 10.8 -> 14.5, BF16 10.0 -> 13.9; 3 KiB: router-sized 2 MB products
       // on two threads another +4-5 %).
-      const char* ahead = static_cast<const char*>(w) + i * L::kBytes + kDecodePrefetchBytes;
+      const char* ahead = static_cast<const char*>(w) + i * L::kBytes + pf;
       K3_UNROLL for (int l = 0; l < 8 * U * L::kBytes; l += 64) _mm_prefetch(ahead + l, _MM_HINT_T1);
     }
     __m256 wx[U];

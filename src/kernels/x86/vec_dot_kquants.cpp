@@ -19,13 +19,13 @@ using simd::dot_us;
 
 inline const __m256i* v256(const void* p) { return reinterpret_cast<const __m256i*>(p); }
 
-// Decode (one token) streams each row once: ask for the super-block kDecodePrefetchBytes ahead
+// Decode (one token) streams each row once: ask for the super-block decode_prefetch_bytes() ahead
 // into L2, as the Q8_0 kernel does (vec_dot_q8_body.h); every line it touches, however it is
 // aligned.
 template <int NT, class Block>
 inline void prefetch_ahead(const Block* b) {
   if constexpr (NT == 1) {
-    const char* p = reinterpret_cast<const char*>(b) + kDecodePrefetchBytes;
+    const char* p = reinterpret_cast<const char*>(b) + decode_prefetch_bytes();
     K3_UNROLL for (size_t o = 0; o < sizeof(Block); o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
     _mm_prefetch(p + sizeof(Block) - 1, _MM_HINT_T1);
   }
