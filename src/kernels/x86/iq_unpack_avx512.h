@@ -117,30 +117,40 @@ constexpr Bytes64 kIq1mScaleShift = make_iq1m_scale_shift();
 // the super-block scale d. Pure-load broadcasts, one multishift per field, a dword-masked load
 // (byte masks cost an extra uop). kLast: the row's last block, whose 64-byte load is masked to
 // the block's 56 bytes so that it stays inside the row.
-struct Iq1mFields {
-  __m512i idx;
+struct Iq1mScales {
   __m256i ls;
   float d;
 };
+struct Iq1mFields : Iq1mScales {
+  __m512i idx;
+};
+
+// IQ1_M's 8-byte scales field (also in the decode layout, kernels/decode_layout.h, unchanged):
+// the sub-block scales in one multishift, d in one pext.
+inline Iq1mScales iq1m_scales(const uint8_t* scales) {
+  const __m256i scale_shift = _mm256_load_si256(reinterpret_cast<const __m256i*>(kIq1mScaleShift.v));
+  const __m256i sc = _mm256_castpd_si256(_mm256_broadcast_sd(reinterpret_cast<const double*>(scales)));
+  Iq1mScales s;
+  // (f2 & 14) | 1 in one ternary op
+  s.ls = _mm256_ternarylogic_epi32(_mm256_multishift_epi64_epi8(scale_shift, sc), _mm256_set1_epi16(14),
+                                   _mm256_set1_epi16(1), 0xEA);
+  // blk::iq1m_d's nibble assembly in one pext (the f16 bits are the scale words' top nibbles)
+  uint64_t sc64;
+  std::memcpy(&sc64, scales, 8);
+  s.d = simd::f16(static_cast<uint16_t>(_pext_u64(sc64, 0xF000F000F000F000ull)));
+  return s;
+}
 
 template <bool kLast>
 inline Iq1mFields iq1m_fields(const blk::IQ1_M& x) {
   const __m512i gather_bytes = _mm512_load_si512(kIq1mGatherBytes.v);
   const __m512i nibble_shift = _mm512_set1_epi64(kIq1mNibbleShift);
-  const __m256i scale_shift = _mm256_load_si256(reinterpret_cast<const __m256i*>(kIq1mScaleShift.v));
   const __m512i bytes = kLast ? _mm512_maskz_loadu_epi32(0x3FFF, &x) : _mm512_loadu_si512(&x);
   Iq1mFields f;
   f.idx = _mm512_and_si512(
       _mm512_multishift_epi64_epi8(nibble_shift, _mm512_permutexvar_epi8(gather_bytes, bytes)),
       _mm512_set1_epi16(0x0FFF));
-  const __m256i sc = _mm256_castpd_si256(_mm256_broadcast_sd(reinterpret_cast<const double*>(x.scales)));
-  // (f2 & 14) | 1 in one ternary op
-  f.ls = _mm256_ternarylogic_epi32(_mm256_multishift_epi64_epi8(scale_shift, sc), _mm256_set1_epi16(14),
-                                   _mm256_set1_epi16(1), 0xEA);
-  // blk::iq1m_d's nibble assembly in one pext (the f16 bits are the scale words' top nibbles)
-  uint64_t sc64;
-  std::memcpy(&sc64, x.scales, 8);
-  f.d = simd::f16(static_cast<uint16_t>(_pext_u64(sc64, 0xF000F000F000F000ull)));
+  static_cast<Iq1mScales&>(f) = iq1m_scales(x.scales);
   return f;
 }
 

@@ -254,6 +254,15 @@ void iq2_xs_1(int64_t n, const void* w, const void* act, float* out) {
 // IQ1_M and IQ1_S: 32 table indices into the offset grid of vec_dot_iquants.cpp (weights + 9 as
 // unsigned bytes; the 9·Σa is taken back with bsums). IQ1_M's unpacking: iq_unpack_avx512.h.
 
+// −9·Σ ls·bsum, the offset grid's +9 taken back (IQ1 in both layouts): the AVX2 kernel's
+// 0 − madd(9·ls, bsums), as the same exact integers. The opaque constant keeps GCC from
+// turning the one multiply into shift, add and negate.
+inline __m256i minus9_bsums(__m256i ls, __m256i bsums) {
+  __m256i minus9 = _mm256_set1_epi16(-9);
+  asm("" : "+v"(minus9));
+  return _mm256_madd_epi16(_mm256_mullo_epi16(ls, minus9), bsums);
+}
+
 // The part both IQ1 formats share, per super-block and row: the 32 table indices (int16 lane g:
 // grid index | delta sign << 11, into the offset grid), the 16 sub-block scales 2s+1 (int16
 // lanes in bsums order) and the super-block scale d. Few port-0/5 uops (see the top).
@@ -270,11 +279,7 @@ struct Iq1 {
   }
 
   __m256 finish(__m512i idx, __m256i ls, float d, const Q8KRegs& y, __m256 acc) const {
-    // −9·Σ ls·bsum: the AVX2 kernel's 0 − madd(9·ls, bsums), as the same exact integers. The
-    // opaque constant keeps GCC from turning the one multiply into shift, add and negate.
-    __m256i minus9 = _mm256_set1_epi16(-9);
-    asm("" : "+v"(minus9));
-    const __m256i init = _mm256_madd_epi16(_mm256_mullo_epi16(ls, minus9), y.bsums);
+    const __m256i init = minus9_bsums(ls, y.bsums);
     __m512i prod[4];
     K3_UNROLL for (int p = 0; p < 4; ++p) {
       const __m512i gi = _mm512_maskz_permutexvar_epi16(0x11111111u, gsel[p], idx);
@@ -356,7 +361,6 @@ struct Iq1mDecode {
   __m512i lane_shift =
       _mm512_set_epi64(0x0006000600060006ll, 0x0006000600060006ll, 0x0004000400040004ll, 0x0004000400040004ll,
                        0x0002000200020002ll, 0x0002000200020002ll, 0, 0);
-  __m256i scale_shift = _mm256_load_si256(reinterpret_cast<const __m256i*>(iq512::kIq1mScaleShift.v));
   __m512i lsel[4];  // quarter p: dword m ← (ls of sub-block 4p + m/4, 0)
   Iq1mDecode() { K3_UNROLL for (int p = 0; p < 4; ++p) lsel[p] = spread_words(4 * p, 1, 8); }
   static __m512i byte_lut() {
@@ -374,14 +378,9 @@ struct Iq1mDecode {
   }
   template <bool kLast>
   __m256 block(const Block& x, const Act& y, __m256 acc) const {
-    const __m256i sc = _mm256_castpd_si256(_mm256_broadcast_sd(reinterpret_cast<const double*>(x.scales)));
-    const __m256i ls = _mm256_ternarylogic_epi32(_mm256_multishift_epi64_epi8(scale_shift, sc),
-                                                 _mm256_set1_epi16(14), _mm256_set1_epi16(1), 0xEA);
-    // −9·Σ ls·bsum, as Iq1m::finish (the opaque constant: see there)
-    __m256i minus9 = _mm256_set1_epi16(-9);
-    asm("" : "+v"(minus9));
-    const __m256i init = _mm256_madd_epi16(_mm256_mullo_epi16(ls, minus9), y.q.bsums);
-    const __m512i ls512 = _mm512_zextsi256_si512(ls);
+    const iq512::Iq1mScales sc = iq512::iq1m_scales(x.scales);
+    const __m256i init = minus9_bsums(sc.ls, y.q.bsums);
+    const __m512i ls512 = _mm512_zextsi256_si512(sc.ls);
     __m512i s0 = _mm512_zextsi256_si512(init), s1 = _mm512_setzero_si512();
     K3_UNROLL for (int p = 0; p < 4; ++p) {
       const __m512i codes =
@@ -395,10 +394,7 @@ struct Iq1mDecode {
     }
     const __m512i s = _mm512_add_epi32(s0, s1);
     const __m256i sumi = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
-    uint64_t sc64;
-    std::memcpy(&sc64, x.scales, 8);
-    const float d = simd::f16(static_cast<uint16_t>(_pext_u64(sc64, 0xF000F000F000F000ull)));
-    return _mm256_fmadd_ps(_mm256_set1_ps(d * y.q.d), _mm256_cvtepi32_ps(sumi), acc);
+    return _mm256_fmadd_ps(_mm256_set1_ps(sc.d * y.q.d), _mm256_cvtepi32_ps(sumi), acc);
   }
 };
 
