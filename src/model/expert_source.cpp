@@ -8,11 +8,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <thread>
 #include <vector>
 
 #include "core/error.h"
 #include "core/progress.h"
+#include "core/thread_pool.h"
 #include "gguf/file.h"
 #include "kernels/decode_layout.h"
 #include "kernels/vec_dot.h"
@@ -90,7 +90,8 @@ class MappedExpertSource final : public ExpertSource {
 // The matrices (all experts of a layer's gate, up or down) that get a decode copy.
 struct Rewrite {
   kernels::WeightView* view;
-  size_t at = 0;  // offset in the copy
+  size_t at = 0;      // offset in the copy
+  size_t stride = 0;  // bytes per row in the decode layout
 };
 
 ExpertSource::DecodeCopy MappedExpertSource::make_decode_copy(uint64_t max_bytes, int n_threads,
@@ -109,7 +110,7 @@ ExpertSource::DecodeCopy MappedExpertSource::make_decode_copy(uint64_t max_bytes
       const size_t ds = kernels::decode_row_bytes(v->type, v->cols);
       if (!k || !k->dot_rows_decode || ds == 0) continue;
       const int64_t rows = v->rows * static_cast<int64_t>(n_expert_);
-      todo.push_back({v, total});
+      todo.push_back({v, total, ds});
       total += (ds * static_cast<uint64_t>(rows) + 63) / 64 * 64;
       r.file_bytes += v->row_stride * static_cast<uint64_t>(rows);
     }
@@ -131,7 +132,7 @@ ExpertSource::DecodeCopy MappedExpertSource::make_decode_copy(uint64_t max_bytes
   }
   ::madvise(raw, total, MADV_HUGEPAGE);  // streamed once per token like the trunk: fewer TLB misses
   uint8_t* base = static_cast<uint8_t*>(raw);
-  // Pieces of whole rows, claimed in turn by the threads; the progress bar is the first thread's.
+  // Pieces of whole rows over the threads; the progress bar is the calling thread's.
   struct Piece {
     const Rewrite* w;
     int64_t row0, rows;
@@ -143,30 +144,28 @@ ExpertSource::DecodeCopy MappedExpertSource::make_decode_copy(uint64_t max_bytes
     for (int64_t r0 = 0; r0 < rows; r0 += kPieceRows)
       pieces.push_back({&w, r0, std::min(kPieceRows, rows - r0)});
   }
-  std::atomic<size_t> next{0};
   std::atomic<uint64_t> done{0};
   Progress bar(r.file_bytes, "decode layout", progress_on && r.file_bytes >= (uint64_t{1} << 30));
-  auto work = [&](bool report) {
-    for (size_t i; (i = next.fetch_add(1)) < pieces.size();) {
-      const Piece& p = pieces[i];
-      const kernels::WeightView& v = *p.w->view;
-      const size_t ds = kernels::decode_row_bytes(v.type, v.cols);
-      kernels::repack_for_decode(v.type, v.row(p.row0), base + p.w->at + static_cast<size_t>(p.row0) * ds,
-                                 p.rows * (v.cols / quant::type_info(v.type).block_elems));
-      done += static_cast<uint64_t>(p.rows) * v.row_stride;
-      if (report) bar.set(done.load());
-    }
-  };
-  {
-    std::vector<std::jthread> helpers;
-    for (int t = 1; t < std::max(1, n_threads); ++t) helpers.emplace_back(work, false);
-    work(true);
-  }
+  ThreadPool pool(std::max(1, n_threads));
+  pool.parallel_for(
+      static_cast<int64_t>(pieces.size()),
+      [&](int64_t i0, int64_t i1, int thread) {
+        for (int64_t i = i0; i < i1; ++i) {
+          const Piece& p = pieces[static_cast<size_t>(i)];
+          const kernels::WeightView& v = *p.w->view;
+          kernels::repack_for_decode(v.type, v.row(p.row0),
+                                     base + p.w->at + static_cast<size_t>(p.row0) * p.w->stride,
+                                     p.rows * (v.cols / quant::type_info(v.type).block_elems));
+          done += static_cast<uint64_t>(p.rows) * v.row_stride;
+          if (thread == 0) bar.set(done.load());
+        }
+      },
+      1, 8);
   bar.finish();
   ::mprotect(raw, total, PROT_READ);
   for (const Rewrite& w : todo) {
     w.view->decode = base + w.at;
-    w.view->decode_stride = kernels::decode_row_bytes(w.view->type, w.view->cols);
+    w.view->decode_stride = w.stride;
   }
   decode_memory_.p = raw;
   decode_memory_.n = total;
