@@ -60,10 +60,7 @@ int cmd_bench(int argc, char** argv) {
     return 2;
   }
   o.collective = start_dist(dist_flags);
-  // A rank touches only its rows of the trunk: the mapping keeps just those resident, where a
-  // huge-page copy would hold the whole trunk on every rank (docs/distributed.md).
-  if (o.collective) o.memory.trunk_hugepages = false;
-  if (o.collective) o.memory.decode_copy = false;  // each rank runs its own experts only
+  if (o.collective) o.memory.for_distributed_rank();
   const tools::BenchResult r = tools::run_bench(o);
   if (r.followed) return 0;  // a rank other than 0 of a distributed run: rank 0 reports
   if (json) fmt::print("{}\n", tools::bench_json(r));

@@ -121,10 +121,7 @@ int cmd_run(int argc, char** argv) {
   eo.n_ubatch = n_ubatch;
   eo.cache_type = cache_type == "f16" ? model::CacheType::F16 : model::CacheType::F32;
   eo.hooks.collective = start_dist(dist_flags);
-  // A rank touches only its rows of the trunk: the mapping keeps just those resident, where a
-  // huge-page copy would hold the whole trunk on every rank (docs/distributed.md).
-  if (eo.hooks.collective) mem.trunk_hugepages = false;
-  if (eo.hooks.collective) mem.decode_copy = false;  // each rank runs its own experts only
+  if (eo.hooks.collective) mem.for_distributed_rank();
   store::ExpertStore* xstore = store::install_store(*model, mem, store::shape_of(*model, eo));
   runtime::Engine engine(model, eo);
   if (follow_if_follower(engine)) return 0;

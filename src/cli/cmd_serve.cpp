@@ -181,10 +181,7 @@ int cmd_serve(int argc, char** argv) {
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   o.sched.collective = start_dist(dist_flags);
-  // A rank touches only its rows of the trunk: the mapping keeps just those resident, where a
-  // huge-page copy would hold the whole trunk on every rank (docs/distributed.md).
-  if (o.sched.collective) mem.trunk_hugepages = false;
-  if (o.sched.collective) mem.decode_copy = false;  // each rank runs its own experts only
+  if (o.sched.collective) mem.for_distributed_rank();
   store::install_store(*model, mem, store::shape_of(*model, o.sched.engine_options()));
   if (o.sched.collective && o.sched.collective->rank() != 0) {
     // A follower of a distributed run: the engine rank 0's scheduler drives, no HTTP here. It

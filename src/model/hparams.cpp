@@ -179,7 +179,7 @@ HParams load_hparams(const gguf::GgufFile& f) {
   if (hp.ssm_conv_kernel == 0) r.bad("ssm.conv_kernel", "must be > 0");
   if (hp.n_expert > kMaxExperts)
     r.bad("expert_count", fmt::format("{} exceeds {}", hp.n_expert, kMaxExperts));
-  if (hp.n_layer_dense_lead < hp.n_layer) {
+  if (hp.has_moe()) {
     if (hp.n_expert == 0) r.bad("expert_count", "MoE layers need experts");
     if (hp.n_expert_used == 0 || hp.n_expert_used > hp.n_expert)
       r.bad("expert_used_count",

@@ -67,6 +67,7 @@ struct HParams {
   uint32_t n_ff_shexp() const { return n_ff_exp * n_expert_shared; }
   bool is_kda(uint32_t il) const { return kind[il] == LayerKind::KDA; }
   bool is_dense(uint32_t il) const { return il < n_layer_dense_lead; }
+  bool has_moe() const { return n_layer_dense_lead < n_layer; }  // any layer with routed experts
   uint32_t n_kda_layers() const;
   uint32_t n_mla_layers() const;
 };

@@ -15,7 +15,7 @@ std::shared_ptr<Model> Model::load(const std::string& path) {
 Model::Model(std::shared_ptr<const gguf::GgufFile> file) : file_(std::move(file)) {
   hp_ = load_hparams(*file_);
   w_ = bind_weights(*file_, hp_);
-  if (hp_.n_layer_dense_lead < hp_.n_layer) experts_ = make_mapped_expert_source(*file_, hp_);
+  if (hp_.has_moe()) experts_ = make_mapped_expert_source(*file_, hp_);
 }
 
 Model::~Model() = default;

@@ -23,7 +23,7 @@ std::unique_ptr<ExpertStore> build_store(const model::Model& m, const MemoryOpti
                                          const EngineShape& shape, bool quiet) {
   if (!opt.streaming) return nullptr;
   const model::HParams& hp = m.hparams();
-  if (hp.n_layer_dense_lead >= hp.n_layer) return nullptr;
+  if (!hp.has_moe()) return nullptr;
   for (const gguf::Shard& sh : m.gguf().shards())
     if (sh.path.rfind("/proc/", 0) == 0 || !std::filesystem::is_regular_file(sh.path))
       fail(
@@ -70,8 +70,7 @@ void prepare_trunk(model::Model& m, const MemoryOptions& opt, bool quiet) {
 
 void prepare_decode_copy(model::ExpertSource& src, const MemoryOptions& opt, bool quiet) {
   if (!opt.decode_copy || opt.streaming) return;
-  uint64_t avail = proc_kib_field("/proc/meminfo", "MemAvailable");
-  if (const uint64_t cg = cgroup_memory_limit()) avail = std::min(avail, cg);
+  const uint64_t avail = memory_available();
   const unsigned cores = std::thread::hardware_concurrency();
   const model::ExpertSource::DecodeCopy r =
       src.make_decode_copy(avail / 2, static_cast<int>(std::clamp(cores, 1u, 16u)), !quiet);
@@ -91,13 +90,13 @@ ExpertStore* install_store(model::Model& m, const MemoryOptions& opt, const Engi
   std::unique_ptr<ExpertStore> s = build_store(m, opt, shape, quiet);
   ExpertStore* raw = s.get();
   if (s) m.set_expert_source(std::move(s));
-  else if (m.hparams().n_layer_dense_lead < m.hparams().n_layer) prepare_decode_copy(m.experts(), opt, quiet);
+  else if (m.hparams().has_moe()) prepare_decode_copy(m.experts(), opt, quiet);
   return raw;
 }
 
 ExpertStore* find_store(const model::Model& m) {
   const model::HParams& hp = m.hparams();
-  if (hp.n_layer_dense_lead >= hp.n_layer) return nullptr;
+  if (!hp.has_moe()) return nullptr;
   return dynamic_cast<ExpertStore*>(&m.experts());
 }
 

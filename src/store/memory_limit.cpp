@@ -1,6 +1,7 @@
 // store/memory_limit: see memory_limit.h.
 #include "store/memory_limit.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -50,6 +51,11 @@ uint64_t cgroup_memory_limit() {
       if (c == "memory") take(read_limit("/sys/fs/cgroup/memory" + path + "/memory.limit_in_bytes"));
   }
   return best;
+}
+
+uint64_t memory_available() {
+  const uint64_t avail = proc_kib_field("/proc/meminfo", "MemAvailable"), cg = cgroup_memory_limit();
+  return cg ? std::min(avail, cg) : avail;
 }
 
 uint64_t process_memory_limit(std::string* where) {

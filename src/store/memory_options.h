@@ -30,6 +30,14 @@ struct MemoryOptions {
   // In mmap mode, rewrite the routed experts whose type has a decode layout (IQ1_M) into it at
   // load, where the copy fits in half the memory available (model/expert_source.h).
   bool decode_copy = true;
+
+  // One rank of a distributed run touches only its rows of the trunk and runs only the experts
+  // it owns: the mapping keeps just those resident, where a huge-page copy would hold the whole
+  // trunk, and a decode copy every expert, on every rank (docs/distributed.md).
+  void for_distributed_rank() {
+    trunk_hugepages = false;
+    decode_copy = false;
+  }
 };
 
 constexpr uint64_t kUnlimited = UINT64_MAX;

@@ -80,8 +80,7 @@ ResidentTrunk make_resident_trunk(model::Model& m, uint64_t min_bytes, bool budg
     r.skipped = fmt::format("the trunk ({}) is under {}", format_size(total), format_size(min_bytes));
     return r;
   }
-  uint64_t avail = proc_kib_field("/proc/meminfo", "MemAvailable");
-  if (const uint64_t cg = cgroup_memory_limit()) avail = std::min(avail, cg);
+  const uint64_t avail = memory_available();
   if (!budgeted && total > avail / 2) {
     r.skipped = fmt::format("the trunk ({}) is more than half the memory available ({})", format_size(total),
                             format_size(avail));

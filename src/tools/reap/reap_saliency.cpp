@@ -84,7 +84,7 @@ ReapCalibResult collect_reap_saliency(std::shared_ptr<const model::Model> model,
   if (total < 1) fail("reap: no calibration tokens to run");
 
   const model::HParams& hp = model->hparams();
-  if (hp.n_layer_dense_lead >= hp.n_layer || hp.n_expert == 0)
+  if (!hp.has_moe() || hp.n_expert == 0)
     fail("{}: the model has no MoE layer, nothing to prune", model->gguf().path());
   ReapCollector col(hp.n_layer, hp.n_layer_dense_lead, hp.n_expert);
   eo.hooks.observer = &col;

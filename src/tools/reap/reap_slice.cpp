@@ -58,8 +58,7 @@ uint32_t check_prunable(const gguf::GgufFile& f, int64_t n_keep) {
   const model::HParams hp = model::load_hparams(f);
   if (!f.find(key_prefix(f) + "expert_count"))
     fail("{}: missing key {}expert_count; the model has no routed experts to prune", f.path(), key_prefix(f));
-  if (hp.n_layer_dense_lead >= hp.n_layer || hp.n_expert == 0)
-    fail("{}: the model has no MoE layer, nothing to prune", f.path());
+  if (!hp.has_moe() || hp.n_expert == 0) fail("{}: the model has no MoE layer, nothing to prune", f.path());
   check_keep(hp.n_expert, hp.n_expert_used, n_keep);
   for (uint32_t il = hp.n_layer_dense_lead; il < hp.n_layer; ++il)
     for (const char* r : kRequired) {
