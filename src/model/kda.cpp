@@ -2,6 +2,7 @@
 // with carried state, L2-normed q/k, per-channel decay gate, delta-rule recurrence (chunked for
 // multi-token prefill, token-by-token otherwise), per-head output norm and sigmoid gate.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -17,7 +18,15 @@
 namespace k3::model {
 namespace {
 
-constexpr int64_t kChunk = 16;  // llama.cpp's chunk size for per-channel (key-index) gates
+constexpr int64_t kChunk = 16;         // llama.cpp's chunk size for per-channel (key-index) gates
+constexpr size_t kMaxDecodeConv = 16;  // the fused decode path's conv window (K3: 4 taps)
+
+// SiLU of one output of a channel's causal conv: the K weights against K consecutive inputs.
+float conv_silu_at(const float* wc, const float* in, int64_t K) {
+  double acc = 0.0;
+  for (int64_t j = 0; j < K; ++j) acc += static_cast<double>(wc[j]) * in[j];
+  return ops::silu(acc);
+}
 
 // Depthwise causal conv over [state ‖ new tokens] for the tokens of one sequence, then SiLU,
 // in place on the q, k and v projections (rows of Di, batch order), all 3·Di channels in one
@@ -37,11 +46,7 @@ void conv_silu_qkv(float* const y[3], const std::vector<int64_t>& idx, float* st
           std::copy(st, st + K1, win.begin());
           for (int64_t t = 0; t < n; ++t) win[K1 + t] = p[idx[t] * Di + ch];
           const float* wc = w[c / Di]->data() + ch * K;
-          for (int64_t t = 0; t < n; ++t) {
-            double acc = 0.0;
-            for (int64_t j = 0; j < K; ++j) acc += static_cast<double>(wc[j]) * win[t + j];
-            p[idx[t] * Di + ch] = ops::silu(acc);
-          }
+          for (int64_t t = 0; t < n; ++t) p[idx[t] * Di + ch] = conv_silu_at(wc, win.data() + t, K);
           std::copy(win.end() - K1, win.end(), st);
         }
       },
@@ -201,6 +206,78 @@ void chunked_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t
   for (int64_t x = 0; x < D * D; ++x) S[x] = static_cast<float>(Sd[x]);
 }
 
+// q and k of one (token, head): L2-normed, q scaled by 1/√D.
+void norm_qk(float* qh, float* kh, int64_t D, float eps) {
+  const double qscale = 1.0 / std::sqrt(static_cast<double>(D));
+  ops::l2norm(qh, D, eps);
+  for (int64_t i = 0; i < D; ++i) qh[i] = static_cast<float>(qh[i] * qscale);
+  ops::l2norm(kh, D, eps);
+}
+
+// One (token, head)'s per-channel log-decay, in place on the f_b projection (gh: D values).
+void log_decay(const HParams& hp, const KdaWeights& w, int64_t h, float* gh) {
+  const int64_t D = hp.kda_head_dim;
+  const double A = -static_cast<double>(w.ssm_a[h]);  // exp(A_log) > 0
+  for (int64_t d = 0; d < D; ++d) {
+    const double a = static_cast<double>(gh[d]) + w.dt_bias[h * D + d];
+    if (hp.kda_gate_lower_bound) gh[d] = static_cast<float>(*hp.kda_gate_lower_bound * ops::sigmoid(A * a));
+    else gh[d] = static_cast<float>(-A * ops::softplus(a));
+  }
+}
+
+// One (token, head)'s output: RMSNorm (the shared per-head weight), then the sigmoid gate.
+void norm_gate_output(const KdaWeights& w, float eps, int64_t D, float* oh, const float* gh) {
+  ops::rmsnorm_rows(oh, oh, 1, D, w.norm.data(), eps, D, D);
+  for (int64_t c = 0; c < D; ++c)
+    oh[c] = static_cast<float>(oh[c] * static_cast<double>(ops::sigmoid(gh[c])));
+}
+
+// Decode (every sequence in the batch adds one token): all the per-head work after the
+// products — conv of the head's q/k/v channels, q/k norms, decay, β, the recurrence step, the
+// output norm and gate — as one task per (sequence, head), so a layer takes one pool dispatch
+// between its products instead of four plus serial loops on the caller. Each value is computed
+// by the same functions in the same order as the multi-token path, so results are identical.
+struct DecodeHead {
+  const HParams& hp;
+  const KdaWeights& w;
+  std::span<const SeqGroup> groups;
+  uint32_t il;
+  float* const* qkv;                       // q, k, v projections (rows of Di)
+  const std::vector<float>* const* convw;  // conv weights of q, k, v
+  float* g;                                // f_b projection → log-decay
+  float* beta;                             // rows of H: logits → β
+  const float* gate;                       // output gate logits
+  float* o;                                // rows of Di
+  bool trap;                               // checks.kda_decay_on_value_axis
+
+  void run(int64_t gi, int64_t h) const {
+    const SeqGroup& sg = groups[static_cast<size_t>(gi)];
+    const int64_t H = hp.n_head, D = hp.kda_head_dim, Di = hp.kda_inner(), K = hp.ssm_conv_kernel;
+    const int64_t t = sg.idx[0], K1 = K - 1;
+    float* conv_state = sg.st->kda()[il].conv.data();
+    std::array<float, kMaxDecodeConv> win;
+    for (int m = 0; m < 3; ++m) {
+      float* y = qkv[m] + t * Di + h * D;
+      for (int64_t d = 0; d < D; ++d) {
+        const int64_t c = m * Di + h * D + d;
+        float* st = conv_state + c * K1;
+        std::copy(st, st + K1, win.begin());
+        win[static_cast<size_t>(K1)] = y[d];
+        y[d] = conv_silu_at(convw[m]->data() + (h * D + d) * K, win.data(), K);
+        std::copy(win.begin() + 1, win.begin() + K, st);
+      }
+    }
+    norm_qk(qkv[0] + t * Di + h * D, qkv[1] + t * Di + h * D, D, hp.rms_eps);
+    log_decay(hp, w, h, g + t * Di + h * D);
+    beta[t * H + h] = ops::sigmoid(beta[t * H + h]);
+    const HeadInputs in{qkv[0], qkv[1], qkv[2], g, beta, o, Di, H, D};
+    float* S = sg.st->kda()[il].S.data() + h * D * D;
+    if (trap) recurrent_head_trap(in, sg.idx, h, S);
+    else recurrent_head(in, sg.idx, h, S);
+    norm_gate_output(w, hp.rms_eps, D, o + t * Di + h * D, gate + t * Di + h * D);
+  }
+};
+
 }  // namespace
 
 void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
@@ -228,17 +305,34 @@ void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   }
   float* const qkv[3] = {q.data(), k.data(), v.data()};
   const std::vector<float>* const convw[3] = {&w.conv_q, &w.conv_k, &w.conv_v};
+  std::vector<float> o(static_cast<size_t>(n * Di));
+  const bool decode =
+      K <= static_cast<int64_t>(kMaxDecodeConv) &&
+      std::all_of(b.groups.begin(), b.groups.end(), [](const SeqGroup& g) { return g.idx.size() == 1; });
+  if (decode) {
+    std::vector<float> g(static_cast<size_t>(n * Di));
+    b.mm(w.f_b, fa.data(), n, g.data());
+    const DecodeHead head{hp,
+                          w,
+                          b.groups,
+                          il,
+                          qkv,
+                          convw,
+                          g.data(),
+                          beta.data(),
+                          gate.data(),
+                          o.data(),
+                          b.checks.kda_decay_on_value_axis};
+    parallel_for(pool, static_cast<int64_t>(b.groups.size()) * H, [&](int64_t t0, int64_t t1, int) {
+      for (int64_t task = t0; task < t1; ++task) head.run(task / H, task % H);
+    });
+    b.mm(w.out, o.data(), n, out);
+    return;
+  }
   for (const SeqGroup& g : b.groups)
     conv_silu_qkv(qkv, g.idx, g.st->kda()[il].conv.data(), convw, Di, K, pool);
-  const double qscale = 1.0 / std::sqrt(static_cast<double>(D));
-  for (int64_t t = 0; t < n; ++t) {
-    for (int64_t h = 0; h < H; ++h) {
-      float* qh = q.data() + t * Di + h * D;
-      ops::l2norm(qh, D, eps);
-      for (int64_t i = 0; i < D; ++i) qh[i] = static_cast<float>(qh[i] * qscale);
-      ops::l2norm(k.data() + t * Di + h * D, D, eps);
-    }
-  }
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t h = 0; h < H; ++h) norm_qk(q.data() + t * Di + h * D, k.data() + t * Di + h * D, D, eps);
 
   // Decay gate (log space) and β.
   std::vector<float> g(static_cast<size_t>(n * Di));
@@ -246,21 +340,11 @@ void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   // One task per (token, head): thousands of exps in double, too many for the caller alone
   // while the other threads wait for the next product.
   parallel_for(pool, n * H, [&](int64_t i0, int64_t i1, int) {
-    for (int64_t i = i0; i < i1; ++i) {
-      const int64_t t = i / H, h = i % H;
-      const double A = -static_cast<double>(w.ssm_a[h]);  // exp(A_log) > 0
-      for (int64_t d = 0; d < D; ++d) {
-        float& x = g[t * Di + h * D + d];
-        const double a = static_cast<double>(x) + w.dt_bias[h * D + d];
-        if (hp.kda_gate_lower_bound) x = static_cast<float>(*hp.kda_gate_lower_bound * ops::sigmoid(A * a));
-        else x = static_cast<float>(-A * ops::softplus(a));
-      }
-    }
+    for (int64_t i = i0; i < i1; ++i) log_decay(hp, w, i % H, g.data() + i * D);
   });
   for (float& x : beta) x = ops::sigmoid(x);
 
   // Recurrence, one task per (sequence, head).
-  std::vector<float> o(static_cast<size_t>(n * Di));
   HeadInputs in{q.data(), k.data(), v.data(), g.data(), beta.data(), o.data(), Di, H, D};
   const int64_t n_tasks = static_cast<int64_t>(b.groups.size()) * H;
   parallel_for(pool, n_tasks, [&](int64_t t0, int64_t t1, int) {
@@ -277,13 +361,8 @@ void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
 
   // Per-head RMSNorm (shared weight), sigmoid gate, output projection.
   parallel_for(pool, n * H, [&](int64_t i0, int64_t i1, int) {
-    for (int64_t i = i0; i < i1; ++i) {
-      float* oh = o.data() + i * D;  // row i = (token i / H, head i % H)
-      const float* gh = gate.data() + i * D;
-      ops::rmsnorm_rows(oh, oh, 1, D, w.norm.data(), eps, D, D);
-      for (int64_t c = 0; c < D; ++c)
-        oh[c] = static_cast<float>(oh[c] * static_cast<double>(ops::sigmoid(gh[c])));
-    }
+    for (int64_t i = i0; i < i1; ++i)  // row i = (token i / H, head i % H)
+      norm_gate_output(w, eps, D, o.data() + i * D, gate.data() + i * D);
   });
   b.mm(w.out, o.data(), n, out);
 }
