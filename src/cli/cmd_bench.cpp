@@ -47,7 +47,8 @@ int cmd_bench(int argc, char** argv) {
   app.add_flag(
       "--profile", o.profile,
       "also time each op class (embedding, attnres + norms, KDA, MLA, dense FFN, MoE router + input, "
-      "MoE experts, output head) and the matrix products inside it, over the timed repetitions");
+      "MoE experts, output head) and the matrix products inside it, over the timed repetitions, and the "
+      "thread pool's waits (threads idle inside dispatches: late starts and uneven ends)");
   DistFlags dist_flags;
   add_dist_flags(app, dist_flags);
   LegacyFlags args(argc, argv, {{"-ub", "--ubatch-size"}});

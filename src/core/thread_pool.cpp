@@ -72,12 +72,19 @@ struct ThreadPool::Impl {
   // takes the front, thieves take the back.
   struct alignas(64) Run {
     std::atomic<uint64_t> w{0};
+    // Wait statistics (stats_on only), written by the run's own thread: when it entered
+    // run_chunks for generation in_gen, and when it left it for generation out_gen (each
+    // generation stored after its time, with release).
+    std::atomic<int64_t> stat_in{0}, stat_out{0};
+    std::atomic<uint32_t> in_gen{0}, out_gen{0};
   };
   std::unique_ptr<Run[]> runs;
   int n_runs = 0;
   std::atomic<int> done{0};  // chunks finished in the current job
   std::atomic<bool> stop{false};
   std::atomic<bool> busy{false};
+  std::atomic<bool> stats_on{false};
+  WaitStats stats;  // updated by the caller of a dispatch only (one at a time: `busy`)
   std::mutex mu;
   std::condition_variable cv;  // workers sleep here between jobs
   std::mutex done_mu;
@@ -105,8 +112,44 @@ struct ThreadPool::Impl {
     }
   }
 
-  // Runs this thread's chunks of job `gen`, then steals until no chunk is left.
+  static int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  }
+
+  // run_chunks_and_steal, timed for the wait statistics when they are on.
   void run_chunks(uint32_t gen, int thread) {
+    if (!stats_on.load(std::memory_order_relaxed)) return run_chunks_and_steal(gen, thread);
+    Run& r = runs[thread];
+    r.stat_in.store(now_ns(), std::memory_order_relaxed);
+    r.in_gen.store(gen, std::memory_order_release);  // before any claim: seen by the caller
+    run_chunks_and_steal(gen, thread);
+    r.stat_out.store(now_ns(), std::memory_order_relaxed);
+    r.out_gen.store(gen, std::memory_order_release);
+  }
+
+  // The caller's part of the wait statistics, once every chunk of job `gen` (published at
+  // `start`) is done. A thread that had not entered it never took part (the whole dispatch
+  // counts as its late start); one that entered but has not stored its leaving time yet is
+  // leaving just now (no idle time at the end).
+  void add_wait_stats(uint32_t gen, int64_t start) {
+    const int64_t end = now_ns();
+    const double wall = 1e-9 * static_cast<double>(end - start);
+    ++stats.dispatches;
+    stats.thread_seconds += wall * n_runs;
+    for (int t = 0; t < n_runs; ++t) {
+      const Run& r = runs[t];
+      if (r.in_gen.load(std::memory_order_acquire) != gen) {
+        stats.late_start_seconds += wall;
+        continue;
+      }
+      stats.late_start_seconds += 1e-9 * static_cast<double>(std::max<int64_t>(0, r.stat_in.load() - start));
+      if (r.out_gen.load(std::memory_order_acquire) == gen)
+        stats.idle_end_seconds += 1e-9 * static_cast<double>(std::max<int64_t>(0, end - r.stat_out.load()));
+    }
+  }
+
+  // Runs this thread's chunks of job `gen`, then steals until no chunk is left.
+  void run_chunks_and_steal(uint32_t gen, int thread) {
     std::atomic<uint64_t>& own = runs[thread].w;
     uint64_t s = own.load(std::memory_order_acquire);
     while (gen_of(s) == gen && front_of(s) < back_of(s)) {
@@ -225,6 +268,8 @@ void ThreadPool::parallel_for(int64_t n, const RangeFn& fn, int64_t grain, int c
       s.cut(n, runs, grain, std::clamp(chunks_per_thread, 1, std::min(16, 0xFFFF / runs)), first);
   s.fn = &fn;
   s.done.store(0, std::memory_order_relaxed);
+  const bool stats = s.stats_on.load(std::memory_order_relaxed);
+  const int64_t start = stats ? Impl::now_ns() : 0;
   const uint32_t gen = s.publish(chunks, first);
   s.run_chunks(gen, 0);
   auto finished = [&] { return s.done.load(std::memory_order_acquire) == chunks; };
@@ -232,8 +277,13 @@ void ThreadPool::parallel_for(int64_t n, const RangeFn& fn, int64_t grain, int c
     std::unique_lock<std::mutex> lk(s.done_mu);
     s.done_cv.wait(lk, finished);
   }
+  if (stats) s.add_wait_stats(gen, start);
   s.busy.store(false, std::memory_order_release);
 }
+
+void ThreadPool::set_wait_stats(bool on) { impl_->stats_on.store(on, std::memory_order_relaxed); }
+
+ThreadPool::WaitStats ThreadPool::take_wait_stats() { return std::exchange(impl_->stats, WaitStats{}); }
 
 // Physical cores this process may run on: distinct (package, core) pairs among the CPUs in
 // our affinity mask. SMT siblings share the load/store and FMA units that the kernels saturate.

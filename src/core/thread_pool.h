@@ -30,6 +30,20 @@ class ThreadPool {
   // over all but its current chunk instead of waiting for the rest of its share.
   void parallel_for(int64_t n, const RangeFn& fn, int64_t grain = 1, int chunks_per_thread = 1);
 
+  // Thread time lost inside dispatches (`k3 bench --profile`). With it on, every
+  // parallel_for that hands work to the workers adds size() × its wall time, and per thread
+  // the time from the dispatch's start until that thread took part (a thread that never did
+  // counts the whole dispatch) and from its last chunk to the dispatch's end. Off (the
+  // default) it costs one relaxed load per dispatch and per thread. Call between dispatches.
+  struct WaitStats {
+    uint64_t dispatches = 0;
+    double thread_seconds = 0;      // Σ dispatch wall time × size()
+    double late_start_seconds = 0;  // Σ over threads: dispatch start → that thread's first claim
+    double idle_end_seconds = 0;    // Σ over threads: its last chunk → the dispatch's end
+  };
+  void set_wait_stats(bool on);
+  WaitStats take_wait_stats();  // what was gathered since the last take; starts again at zero
+
   // Default thread count for this machine (physical cores, capped by what the
   // bandwidth-bound work can use).
   static int default_threads();

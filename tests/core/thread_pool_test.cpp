@@ -145,6 +145,34 @@ TEST(ThreadPool, EachThreadTakesItsOwnRunFrontToBack) {
   }
 }
 
+// Wait statistics: off, nothing is gathered; on, a dispatch where one thread's only chunk
+// takes 20 ms and the other's none leaves the other idle (after its chunk, or before it took
+// part if it woke late) for most of those 20 ms, and the lost time never exceeds the threads'.
+TEST(ThreadPool, WaitStatsCountTheIdleThreadOfAnUnevenDispatch) {
+  ThreadPool pool(2);
+  auto uneven = [](int64_t b, int64_t, int) {
+    if (b == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  };
+  pool.parallel_for(2, uneven);
+  ThreadPool::WaitStats off = pool.take_wait_stats();
+  EXPECT_EQ(off.dispatches, 0u);
+  EXPECT_EQ(off.thread_seconds, 0.0);
+
+  pool.set_wait_stats(true);
+  pool.parallel_for(2, uneven);
+  pool.parallel_for(1, uneven);  // one range: runs on the caller, not a dispatch
+  const ThreadPool::WaitStats on = pool.take_wait_stats();
+  EXPECT_EQ(on.dispatches, 1u);
+  EXPECT_GE(on.thread_seconds, 2 * 0.019);
+  const double lost = on.late_start_seconds + on.idle_end_seconds;
+  EXPECT_GE(lost, 0.015);
+  EXPECT_LE(lost, on.thread_seconds);
+  EXPECT_EQ(pool.take_wait_stats().dispatches, 0u);  // taking starts again at zero
+  pool.set_wait_stats(false);
+  pool.parallel_for(2, uneven);
+  EXPECT_EQ(pool.take_wait_stats().dispatches, 0u);
+}
+
 TEST(ThreadPool, DefaultThreadsIsSane) {
   const int n = ThreadPool::default_threads();
   EXPECT_GE(n, 1);

@@ -252,6 +252,10 @@ BenchResult run_bench(const BenchOptions& opt) {
     const double cpu0 = process_cpu_seconds();
     const store::StoreStats st0 = xstore ? xstore->stats() : store::StoreStats{};
     prof = {};
+    if (opt.profile) {
+      eng.pool().set_wait_stats(true);
+      (void)eng.pool().take_wait_stats();
+    }
     for (int i = 0; i < opt.reps; ++i) {
       const double s = once(bytes, eb);
       t.seconds.push_back(s);
@@ -270,6 +274,9 @@ BenchResult run_bench(const BenchOptions& opt) {
       }
       t.profile.push_back({"other", std::max(0.0, prof.forward_seconds - covered), 0, 0, 0, 0});
       t.profile_seconds = prof.forward_seconds;
+      const ThreadPool::WaitStats w = eng.pool().take_wait_stats();
+      eng.pool().set_wait_stats(false);
+      t.pool_waits = {w.dispatches, w.thread_seconds, w.late_start_seconds, w.idle_end_seconds};
     }
     mean_sd(t.tps, t.tps_mean, t.tps_sd);
     double sd_unused = 0;
@@ -379,7 +386,14 @@ std::string bench_json(const BenchResult& r, int indent) {
                        {"matmul_bytes", p.matmul_bytes},
                        {"matmul_ops", p.matmul_ops},
                        {"matmuls", p.matmuls}});
-      tests.back()["profile"] = {{"forward_seconds", t.profile_seconds}, {"ops", ops}};
+      const PoolWaits& w = t.pool_waits;
+      tests.back()["profile"] = {{"forward_seconds", t.profile_seconds},
+                                 {"ops", ops},
+                                 {"pool",
+                                  {{"dispatches", w.dispatches},
+                                   {"thread_seconds", w.thread_seconds},
+                                   {"late_start_seconds", w.late_start_seconds},
+                                   {"idle_end_seconds", w.idle_end_seconds}}}};
     }
   }
   json j = {{"schema_version", 1},
@@ -445,6 +459,15 @@ static std::string profile_table(const BenchResult& r) {
                                                : "-",
           p.matmul_seconds > 0 ? fmt::format("{:.1f}", p.matmul_ops / p.matmul_seconds / 1e9) : "-");
     }
+    // Lost thread time: late starts and idle ends, per token, and as a share of what the
+    // threads had over the forward time (threads × forward seconds).
+    const PoolWaits& w = t.pool_waits;
+    const double lost = w.late_start_seconds + w.idle_end_seconds;
+    s += fmt::format(
+        "pool waits: {:.0f} dispatches/token; threads idle inside them {:.3f} ms/token of thread time "
+        "(waiting to start {:.3f}, after their last chunk {:.3f}) = {:.1f}% of {} threads x forward time\n",
+        static_cast<double>(w.dispatches) / tokens, 1e3 * lost / tokens, 1e3 * w.late_start_seconds / tokens,
+        1e3 * w.idle_end_seconds / tokens, 100 * lost / (r.n_threads * t.profile_seconds), r.n_threads);
   }
   return s;
 }

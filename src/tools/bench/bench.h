@@ -63,6 +63,16 @@ struct OpProfile {
   uint64_t matmuls = 0;
 };
 
+// The thread pool's lost time during one test's timed repetitions (BenchOptions::profile;
+// core/thread_pool.h WaitStats): dispatches that used the workers, threads × their wall time,
+// and of that the time threads waited to take part and sat idle after their last chunk.
+struct PoolWaits {
+  uint64_t dispatches = 0;
+  double thread_seconds = 0;
+  double late_start_seconds = 0;
+  double idle_end_seconds = 0;
+};
+
 // What the disk did during one test (sums over the timed repetitions). disk_read_bytes comes
 // from /proc/self/io (both modes: page faults of the mapping count too); the rest only with
 // --ram-budget, from the expert store (store/expert_store.h).
@@ -116,6 +126,7 @@ struct BenchTest {
   StoreTelemetry io;
   std::vector<OpProfile> profile;  // with --profile; empty otherwise
   double profile_seconds = 0;      // forward wall time the profile covers (all repetitions)
+  PoolWaits pool_waits;            // with --profile
 };
 
 struct BenchResult {

@@ -112,6 +112,11 @@ TEST(Bench, ProfileRowsAccountForTheForwardTime) {
     for (const OpProfile& p : t.profile) sum += p.seconds;
     EXPECT_NEAR(sum, t.profile_seconds, 1e-6 + 1e-9 * t.profile_seconds) << t.name;
     EXPECT_LE(t.profile_seconds, t.seconds_mean * o.reps * (1 + 1e-6)) << t.name;
+    // two threads: the products are dispatched to the pool, whose lost time is a part of it
+    EXPECT_GT(t.pool_waits.dispatches, 0u) << t.name;
+    EXPECT_LE(t.pool_waits.late_start_seconds + t.pool_waits.idle_end_seconds, t.pool_waits.thread_seconds)
+        << t.name;
+    EXPECT_LE(t.pool_waits.thread_seconds, 2 * t.seconds_mean * o.reps * (1 + 1e-6)) << t.name;
   }
   const BenchTest& tg = r.tests[1];
   uint64_t mm_bytes = 0, experts = 0;
@@ -128,6 +133,8 @@ TEST(Bench, ProfileRowsAccountForTheForwardTime) {
   const auto j = nlohmann::json::parse(bench_json(r));
   EXPECT_EQ(j["tests"][1]["profile"]["ops"].size(), 9u);
   EXPECT_EQ(j["tests"][1]["profile"]["ops"][2]["op"], "KDA");
+  EXPECT_EQ(j["tests"][1]["profile"]["pool"]["dispatches"], tg.pool_waits.dispatches);
+  EXPECT_NE(table.find("pool waits: "), std::string::npos);
 }
 
 // -d: each test starts after `depth` tokens; generation's MLA cache reads are counted:
