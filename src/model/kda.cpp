@@ -21,34 +21,40 @@ namespace {
 constexpr int64_t kChunk = 16;         // llama.cpp's chunk size for per-channel (key-index) gates
 constexpr size_t kMaxDecodeConv = 16;  // the fused decode path's conv window (K3: 4 taps)
 
-// SiLU of one output of a channel's causal conv: the K weights against K consecutive inputs.
-float conv_silu_at(const float* wc, const float* in, int64_t K) {
-  double acc = 0.0;
-  for (int64_t j = 0; j < K; ++j) acc += static_cast<double>(wc[j]) * in[j];
-  return ops::silu(acc);
+// Depthwise causal conv over [state ‖ new tokens] for the tokens of one sequence, then SiLU,
+// in place on channels [c0, c1) of the q, k and v projections (channel c is y[c / Di]'s
+// c % Di; rows of Di, batch order). state: 3 × Di × (K-1), oldest first; win: room for K-1+n
+// floats. In place is safe: a channel's inputs are all copied into its window before any of
+// its outputs is written.
+void conv_silu_channels(float* const y[3], const std::vector<int64_t>& idx, float* state,
+                        const std::vector<float>* const w[3], int64_t Di, int64_t K, int64_t c0, int64_t c1,
+                        float* win) {
+  const int64_t n = static_cast<int64_t>(idx.size()), K1 = K - 1;
+  for (int64_t c = c0; c < c1; ++c) {
+    float* p = y[c / Di];
+    const int64_t ch = c % Di;
+    float* st = state + c * K1;
+    std::copy(st, st + K1, win);
+    for (int64_t t = 0; t < n; ++t) win[K1 + t] = p[idx[t] * Di + ch];
+    const float* wc = w[c / Di]->data() + ch * K;
+    for (int64_t t = 0; t < n; ++t) {
+      double acc = 0.0;
+      for (int64_t j = 0; j < K; ++j) acc += static_cast<double>(wc[j]) * win[t + j];
+      p[idx[t] * Di + ch] = ops::silu(acc);
+    }
+    std::copy(win + n, win + n + K1, st);
+  }
 }
 
-// Depthwise causal conv over [state ‖ new tokens] for the tokens of one sequence, then SiLU,
-// in place on the q, k and v projections (rows of Di, batch order), all 3·Di channels in one
-// dispatch. state: 3 × Di × (K-1), oldest first. In place is safe: a channel's inputs are all
-// copied into its window before any of its outputs is written.
+// All 3·Di channels of one sequence's tokens in one dispatch.
 void conv_silu_qkv(float* const y[3], const std::vector<int64_t>& idx, float* state,
                    const std::vector<float>* const w[3], int64_t Di, int64_t K, ThreadPool* pool) {
-  const int64_t n = static_cast<int64_t>(idx.size()), K1 = K - 1;
+  const int64_t n = static_cast<int64_t>(idx.size());
   parallel_for(
       pool, 3 * Di,
       [&](int64_t c0, int64_t c1, int) {
-        std::vector<float> win(static_cast<size_t>(K1 + n));
-        for (int64_t c = c0; c < c1; ++c) {
-          float* p = y[c / Di];
-          const int64_t ch = c % Di;
-          float* st = state + c * K1;
-          std::copy(st, st + K1, win.begin());
-          for (int64_t t = 0; t < n; ++t) win[K1 + t] = p[idx[t] * Di + ch];
-          const float* wc = w[c / Di]->data() + ch * K;
-          for (int64_t t = 0; t < n; ++t) p[idx[t] * Di + ch] = conv_silu_at(wc, win.data() + t, K);
-          std::copy(win.end() - K1, win.end(), st);
-        }
+        std::vector<float> win(static_cast<size_t>(K - 1 + n));
+        conv_silu_channels(y, idx, state, w, Di, K, c0, c1, win.data());
       },
       std::max<int64_t>(16, 4096 / (n * K)));
 }
@@ -253,20 +259,11 @@ struct DecodeHead {
   void run(int64_t gi, int64_t h) const {
     const SeqGroup& sg = groups[static_cast<size_t>(gi)];
     const int64_t H = hp.n_head, D = hp.kda_head_dim, Di = hp.kda_inner(), K = hp.ssm_conv_kernel;
-    const int64_t t = sg.idx[0], K1 = K - 1;
-    float* conv_state = sg.st->kda()[il].conv.data();
-    std::array<float, kMaxDecodeConv> win;
-    for (int m = 0; m < 3; ++m) {
-      float* y = qkv[m] + t * Di + h * D;
-      for (int64_t d = 0; d < D; ++d) {
-        const int64_t c = m * Di + h * D + d;
-        float* st = conv_state + c * K1;
-        std::copy(st, st + K1, win.begin());
-        win[static_cast<size_t>(K1)] = y[d];
-        y[d] = conv_silu_at(convw[m]->data() + (h * D + d) * K, win.data(), K);
-        std::copy(win.begin() + 1, win.begin() + K, st);
-      }
-    }
+    const int64_t t = sg.idx[0];
+    std::array<float, kMaxDecodeConv> win;  // the state K - 1 and one new value
+    for (int64_t m = 0; m < 3; ++m)
+      conv_silu_channels(qkv, sg.idx, sg.st->kda()[il].conv.data(), convw, Di, K, m * Di + h * D,
+                         m * Di + h * D + D, win.data());
     norm_qk(qkv[0] + t * Di + h * D, qkv[1] + t * Di + h * D, D, hp.rms_eps);
     log_decay(hp, w, h, g + t * Di + h * D);
     beta[t * H + h] = ops::sigmoid(beta[t * H + h]);
@@ -305,13 +302,13 @@ void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   }
   float* const qkv[3] = {q.data(), k.data(), v.data()};
   const std::vector<float>* const convw[3] = {&w.conv_q, &w.conv_k, &w.conv_v};
-  std::vector<float> o(static_cast<size_t>(n * Di));
+  // The decay's up-projection (its gate in log space comes per head below), the output rows.
+  std::vector<float> g(static_cast<size_t>(n * Di)), o(g.size());
+  b.mm(w.f_b, fa.data(), n, g.data());
   const bool decode =
       K <= static_cast<int64_t>(kMaxDecodeConv) &&
-      std::all_of(b.groups.begin(), b.groups.end(), [](const SeqGroup& g) { return g.idx.size() == 1; });
+      std::all_of(b.groups.begin(), b.groups.end(), [](const SeqGroup& sg) { return sg.idx.size() == 1; });
   if (decode) {
-    std::vector<float> g(static_cast<size_t>(n * Di));
-    b.mm(w.f_b, fa.data(), n, g.data());
     const DecodeHead head{hp,
                           w,
                           b.groups,
@@ -326,44 +323,40 @@ void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
     parallel_for(pool, static_cast<int64_t>(b.groups.size()) * H, [&](int64_t t0, int64_t t1, int) {
       for (int64_t task = t0; task < t1; ++task) head.run(task / H, task % H);
     });
-    b.mm(w.out, o.data(), n, out);
-    return;
+  } else {
+    for (const SeqGroup& sg : b.groups)
+      conv_silu_qkv(qkv, sg.idx, sg.st->kda()[il].conv.data(), convw, Di, K, pool);
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t h = 0; h < H; ++h) norm_qk(q.data() + t * Di + h * D, k.data() + t * Di + h * D, D, eps);
+
+    // Decay gate (log space) and β. One task per (token, head): thousands of exps in double,
+    // too many for the caller alone while the other threads wait for the next product.
+    parallel_for(pool, n * H, [&](int64_t i0, int64_t i1, int) {
+      for (int64_t i = i0; i < i1; ++i) log_decay(hp, w, i % H, g.data() + i * D);
+    });
+    for (float& x : beta) x = ops::sigmoid(x);
+
+    // Recurrence, one task per (sequence, head).
+    HeadInputs in{q.data(), k.data(), v.data(), g.data(), beta.data(), o.data(), Di, H, D};
+    const int64_t n_tasks = static_cast<int64_t>(b.groups.size()) * H;
+    parallel_for(pool, n_tasks, [&](int64_t t0, int64_t t1, int) {
+      for (int64_t task = t0; task < t1; ++task) {
+        const SeqGroup& sg = b.groups[task / H];
+        const int64_t h = task % H;
+        float* S = sg.st->kda()[il].S.data() + h * D * D;
+        const bool chunked = sg.idx.size() > 1 && !b.checks.kda_decay_on_value_axis;
+        if (chunked) chunked_head(in, sg.idx, h, S);
+        else if (b.checks.kda_decay_on_value_axis) recurrent_head_trap(in, sg.idx, h, S);
+        else recurrent_head(in, sg.idx, h, S);
+      }
+    });
+
+    // Per-head RMSNorm (shared weight) and sigmoid gate.
+    parallel_for(pool, n * H, [&](int64_t i0, int64_t i1, int) {
+      for (int64_t i = i0; i < i1; ++i)  // row i = (token i / H, head i % H)
+        norm_gate_output(w, eps, D, o.data() + i * D, gate.data() + i * D);
+    });
   }
-  for (const SeqGroup& g : b.groups)
-    conv_silu_qkv(qkv, g.idx, g.st->kda()[il].conv.data(), convw, Di, K, pool);
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t h = 0; h < H; ++h) norm_qk(q.data() + t * Di + h * D, k.data() + t * Di + h * D, D, eps);
-
-  // Decay gate (log space) and β.
-  std::vector<float> g(static_cast<size_t>(n * Di));
-  b.mm(w.f_b, fa.data(), n, g.data());
-  // One task per (token, head): thousands of exps in double, too many for the caller alone
-  // while the other threads wait for the next product.
-  parallel_for(pool, n * H, [&](int64_t i0, int64_t i1, int) {
-    for (int64_t i = i0; i < i1; ++i) log_decay(hp, w, i % H, g.data() + i * D);
-  });
-  for (float& x : beta) x = ops::sigmoid(x);
-
-  // Recurrence, one task per (sequence, head).
-  HeadInputs in{q.data(), k.data(), v.data(), g.data(), beta.data(), o.data(), Di, H, D};
-  const int64_t n_tasks = static_cast<int64_t>(b.groups.size()) * H;
-  parallel_for(pool, n_tasks, [&](int64_t t0, int64_t t1, int) {
-    for (int64_t task = t0; task < t1; ++task) {
-      const SeqGroup& sg = b.groups[task / H];
-      const int64_t h = task % H;
-      float* S = sg.st->kda()[il].S.data() + h * D * D;
-      const bool chunked = sg.idx.size() > 1 && !b.checks.kda_decay_on_value_axis;
-      if (chunked) chunked_head(in, sg.idx, h, S);
-      else if (b.checks.kda_decay_on_value_axis) recurrent_head_trap(in, sg.idx, h, S);
-      else recurrent_head(in, sg.idx, h, S);
-    }
-  });
-
-  // Per-head RMSNorm (shared weight), sigmoid gate, output projection.
-  parallel_for(pool, n * H, [&](int64_t i0, int64_t i1, int) {
-    for (int64_t i = i0; i < i1; ++i)  // row i = (token i / H, head i % H)
-      norm_gate_output(w, eps, D, o.data() + i * D, gate.data() + i * D);
-  });
   b.mm(w.out, o.data(), n, out);
 }
 
