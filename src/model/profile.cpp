@@ -11,6 +11,18 @@ thread_local int t_section = -1;  // the ProfOp of the open section; -1: none
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+void add(ThreadPool::WaitStats& to, const ThreadPool::WaitStats& w) {
+  to.dispatches += w.dispatches;
+  to.thread_seconds += w.thread_seconds;
+  to.late_start_seconds += w.late_start_seconds;
+  to.idle_end_seconds += w.idle_end_seconds;
+}
+
+// The pool's waits since the last take, to `to` (the dispatches just made belong to it).
+void take_waits(ThreadPool::WaitStats& to) {
+  if (t_profile->pool) add(to, t_profile->pool->take_wait_stats());
+}
+
 }  // namespace
 
 std::string_view prof_op_name(ProfOp op) {
@@ -34,6 +46,7 @@ ProfForward::ProfForward(ForwardProfile* p) : prev_(t_profile), t0_(p ? Clock::n
 
 ProfForward::~ProfForward() {
   if (t_profile) {
+    take_waits(t_profile->idle_waits);
     t_profile->forward_seconds += since(t0_);
     ++t_profile->forwards;
   }
@@ -42,6 +55,7 @@ ProfForward::~ProfForward() {
 
 ProfScope::ProfScope(ProfOp op) : on_(t_profile != nullptr && t_section < 0), op_(op) {
   if (!on_) return;
+  take_waits(t_profile->idle_waits);
   t_section = static_cast<int>(op);
   t0_ = Clock::now();
 }
@@ -49,6 +63,7 @@ ProfScope::ProfScope(ProfOp op) : on_(t_profile != nullptr && t_section < 0), op
 ProfScope::~ProfScope() {
   if (!on_) return;
   (*t_profile)[op_].seconds += since(t0_);
+  take_waits((*t_profile)[op_].waits);
   t_section = -1;
 }
 

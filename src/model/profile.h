@@ -4,7 +4,9 @@
 // count, each section its wall time (ProfScope, on the thread that runs forward()), and every
 // product run through ops::Matmul inside a section its wall time and weight bytes to that
 // section's row. Rows are exclusive: sections do not nest. What no section covers (the
-// residual adds, the grouping of tokens) is forward time minus the rows' sum.
+// residual adds, the grouping of tokens) is forward time minus the rows' sum. With `pool` set
+// (its wait stats on), each section also takes the pool's waits of the dispatches it made, so
+// the idle thread time is split by op like the wall time.
 #pragma once
 
 #include <array>
@@ -12,6 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+
+#include "core/thread_pool.h"
 
 namespace k3::model {
 
@@ -35,10 +39,13 @@ struct ForwardProfile {
     uint64_t matmul_bytes = 0;  // weight bytes those products read
     double matmul_ops = 0;      // their multiply-adds x 2 (rows x cols x tokens x 2)
     uint64_t matmuls = 0;
+    ThreadPool::WaitStats waits;  // the pool's dispatches in the section and their lost time
   };
   std::array<Row, static_cast<size_t>(ProfOp::count)> rows{};
   double forward_seconds = 0;
   uint64_t forwards = 0;
+  ThreadPool* pool = nullptr;        // null: waits are not split by section
+  ThreadPool::WaitStats idle_waits;  // the dispatches made outside every section
   Row& operator[](ProfOp op) { return rows[static_cast<size_t>(op)]; }
   const Row& operator[](ProfOp op) const { return rows[static_cast<size_t>(op)]; }
 };

@@ -253,6 +253,7 @@ BenchResult run_bench(const BenchOptions& opt) {
     const store::StoreStats st0 = xstore ? xstore->stats() : store::StoreStats{};
     prof = {};
     if (opt.profile) {
+      prof.pool = &eng.pool();
       eng.pool().set_wait_stats(true);
       (void)eng.pool().take_wait_stats();
     }
@@ -265,18 +266,30 @@ BenchResult run_bench(const BenchOptions& opt) {
     }
     t.cpu_seconds_mean = (process_cpu_seconds() - cpu0) / opt.reps;
     if (opt.profile) {
+      // Dispatches outside every forward (none today) count with "other".
+      const ThreadPool::WaitStats rest = eng.pool().take_wait_stats();
+      eng.pool().set_wait_stats(false);
+      PoolWaits& total = t.pool_waits;
+      auto add = [&](const ThreadPool::WaitStats& w) {
+        total.dispatches += w.dispatches;
+        total.thread_seconds += w.thread_seconds;
+        total.late_start_seconds += w.late_start_seconds;
+        total.idle_end_seconds += w.idle_end_seconds;
+        return w.late_start_seconds + w.idle_end_seconds;
+      };
       double covered = 0;
       for (size_t k = 0; k < prof.rows.size(); ++k) {
         const model::ForwardProfile::Row& row = prof.rows[k];
+        const double idle = add(row.waits);
         t.profile.push_back({std::string(model::prof_op_name(static_cast<model::ProfOp>(k))), row.seconds,
-                             row.matmul_seconds, row.matmul_bytes, row.matmul_ops, row.matmuls});
+                             row.matmul_seconds, row.matmul_bytes, row.matmul_ops, row.matmuls,
+                             row.waits.dispatches, idle});
         covered += row.seconds;
       }
-      t.profile.push_back({"other", std::max(0.0, prof.forward_seconds - covered), 0, 0, 0, 0});
+      const double other_idle = add(prof.idle_waits) + add(rest);
+      t.profile.push_back({"other", std::max(0.0, prof.forward_seconds - covered), 0, 0, 0, 0,
+                           prof.idle_waits.dispatches + rest.dispatches, other_idle});
       t.profile_seconds = prof.forward_seconds;
-      const ThreadPool::WaitStats w = eng.pool().take_wait_stats();
-      eng.pool().set_wait_stats(false);
-      t.pool_waits = {w.dispatches, w.thread_seconds, w.late_start_seconds, w.idle_end_seconds};
     }
     mean_sd(t.tps, t.tps_mean, t.tps_sd);
     double sd_unused = 0;
@@ -385,7 +398,9 @@ std::string bench_json(const BenchResult& r, int indent) {
                        {"matmul_seconds", p.matmul_seconds},
                        {"matmul_bytes", p.matmul_bytes},
                        {"matmul_ops", p.matmul_ops},
-                       {"matmuls", p.matmuls}});
+                       {"matmuls", p.matmuls},
+                       {"dispatches", p.dispatches},
+                       {"pool_idle_seconds", p.idle_seconds}});
       const PoolWaits& w = t.pool_waits;
       tests.back()["profile"] = {{"forward_seconds", t.profile_seconds},
                                  {"ops", ops},
@@ -434,7 +449,9 @@ std::string bench_json(const BenchResult& r, int indent) {
 }
 
 // The --profile part of the table: per test, each op's share of the forward time, its time
-// per token, and for its matrix products the share of its time and the weight bytes/s.
+// per token, for its matrix products the share of its time and the weight bytes/s, and the
+// thread time its pool dispatches lost (late starts + idle ends) as a share of threads × its
+// time.
 static std::string profile_table(const BenchResult& r) {
   std::string s;
   for (const BenchTest& t : r.tests) {
@@ -442,22 +459,23 @@ static std::string profile_table(const BenchResult& r) {
     const double tokens = static_cast<double>((t.n_prompt + t.n_gen) * r.reps);
     s += fmt::format("\nprofile {} ({} threads, {:.3f} s of forward over {} repetitions):\n", t.name,
                      r.n_threads, t.profile_seconds, r.reps);
-    s += fmt::format("| {:<20} | {:>7} | {:>10} | {:>10} | {:>11} | {:>9} | {:>12} |\n", "op", "share",
-                     "ms/token", "in matmul", "matmul GB/s", "% bw", "matmul GOP/s");
+    s += fmt::format("| {:<20} | {:>7} | {:>10} | {:>10} | {:>11} | {:>9} | {:>12} | {:>9} |\n", "op",
+                     "share", "ms/token", "in matmul", "matmul GB/s", "% bw", "matmul GOP/s", "pool idle");
     s += "| -------------------- | ------: | ---------: | ---------: | ----------: | --------: | "
-         "-----------: |\n";
+         "-----------: | --------: |\n";
     for (const OpProfile& p : t.profile) {
       if (p.seconds <= 0) continue;
       const double gbs =
           p.matmul_seconds > 0 ? static_cast<double>(p.matmul_bytes) / p.matmul_seconds / 1e9 : 0;
       s += fmt::format(
-          "| {:<20} | {:>6.1f}% | {:>10.4f} | {:>10} | {:>11} | {:>9} | {:>12} |\n", p.op,
+          "| {:<20} | {:>6.1f}% | {:>10.4f} | {:>10} | {:>11} | {:>9} | {:>12} | {:>9} |\n", p.op,
           100 * p.seconds / t.profile_seconds, 1e3 * p.seconds / tokens,
           p.matmuls ? fmt::format("{:.1f}%", 100 * p.matmul_seconds / p.seconds) : "-",
           p.matmuls ? fmt::format("{:.2f}", gbs) : "-",
           p.matmuls && r.membw.bytes_per_s > 0 ? fmt::format("{:.1f}%", 100 * gbs * 1e9 / r.membw.bytes_per_s)
                                                : "-",
-          p.matmul_seconds > 0 ? fmt::format("{:.1f}", p.matmul_ops / p.matmul_seconds / 1e9) : "-");
+          p.matmul_seconds > 0 ? fmt::format("{:.1f}", p.matmul_ops / p.matmul_seconds / 1e9) : "-",
+          p.dispatches ? fmt::format("{:.1f}%", 100 * p.idle_seconds / (r.n_threads * p.seconds)) : "-");
     }
     // Lost thread time: late starts and idle ends, per token, and as a share of what the
     // threads had over the forward time (threads × forward seconds).

@@ -61,6 +61,8 @@ struct OpProfile {
   uint64_t matmul_bytes = 0;  // weight bytes those products read
   double matmul_ops = 0;      // their operations (2 per multiply-add)
   uint64_t matmuls = 0;
+  uint64_t dispatches = 0;  // the thread pool's dispatches in the op
+  double idle_seconds = 0;  // threads' time lost in them (late starts + idle ends)
 };
 
 // The thread pool's lost time during one test's timed repetitions (BenchOptions::profile;

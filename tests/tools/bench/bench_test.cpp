@@ -117,6 +117,18 @@ TEST(Bench, ProfileRowsAccountForTheForwardTime) {
     EXPECT_LE(t.pool_waits.late_start_seconds + t.pool_waits.idle_end_seconds, t.pool_waits.thread_seconds)
         << t.name;
     EXPECT_LE(t.pool_waits.thread_seconds, 2 * t.seconds_mean * o.reps * (1 + 1e-6)) << t.name;
+    // The waits split by op: every dispatch lands in exactly one row, the ops with products
+    // made some, and no op lost more than its two threads' time.
+    uint64_t dispatches = 0;
+    double idle = 0;
+    for (const OpProfile& p : t.profile) {
+      dispatches += p.dispatches;
+      idle += p.idle_seconds;
+      if (p.matmuls > 0) { EXPECT_GT(p.dispatches, 0u) << t.name << " " << p.op; }
+      EXPECT_LE(p.idle_seconds, 2 * p.seconds * (1 + 1e-6) + 1e-6) << t.name << " " << p.op;
+    }
+    EXPECT_EQ(dispatches, t.pool_waits.dispatches) << t.name;
+    EXPECT_NEAR(idle, t.pool_waits.late_start_seconds + t.pool_waits.idle_end_seconds, 1e-9) << t.name;
   }
   const BenchTest& tg = r.tests[1];
   uint64_t mm_bytes = 0, experts = 0;
@@ -135,6 +147,8 @@ TEST(Bench, ProfileRowsAccountForTheForwardTime) {
   EXPECT_EQ(j["tests"][1]["profile"]["ops"][2]["op"], "KDA");
   EXPECT_EQ(j["tests"][1]["profile"]["pool"]["dispatches"], tg.pool_waits.dispatches);
   EXPECT_NE(table.find("pool waits: "), std::string::npos);
+  EXPECT_NE(table.find("pool idle |"), std::string::npos);
+  EXPECT_EQ(j["tests"][1]["profile"]["ops"][2]["dispatches"], tg.profile[2].dispatches);
 }
 
 // -d: each test starts after `depth` tokens; generation's MLA cache reads are counted:
