@@ -40,6 +40,14 @@ class ThreadPool {
     double thread_seconds = 0;      // Σ dispatch wall time × size()
     double late_start_seconds = 0;  // Σ over threads: dispatch start → that thread's first claim
     double idle_end_seconds = 0;    // Σ over threads: its last chunk → the dispatch's end
+    double lost_seconds() const { return late_start_seconds + idle_end_seconds; }
+    WaitStats& operator+=(const WaitStats& o) {
+      dispatches += o.dispatches;
+      thread_seconds += o.thread_seconds;
+      late_start_seconds += o.late_start_seconds;
+      idle_end_seconds += o.idle_end_seconds;
+      return *this;
+    }
   };
   void set_wait_stats(bool on);
   WaitStats take_wait_stats();  // what was gathered since the last take; starts again at zero

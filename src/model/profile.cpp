@@ -11,16 +11,9 @@ thread_local int t_section = -1;  // the ProfOp of the open section; -1: none
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-void add(ThreadPool::WaitStats& to, const ThreadPool::WaitStats& w) {
-  to.dispatches += w.dispatches;
-  to.thread_seconds += w.thread_seconds;
-  to.late_start_seconds += w.late_start_seconds;
-  to.idle_end_seconds += w.idle_end_seconds;
-}
-
 // The pool's waits since the last take, to `to` (the dispatches just made belong to it).
 void take_waits(ThreadPool::WaitStats& to) {
-  if (t_profile->pool) add(to, t_profile->pool->take_wait_stats());
+  if (t_profile->pool) to += t_profile->pool->take_wait_stats();
 }
 
 }  // namespace

@@ -269,26 +269,20 @@ BenchResult run_bench(const BenchOptions& opt) {
       // Dispatches outside every forward (none today) count with "other".
       const ThreadPool::WaitStats rest = eng.pool().take_wait_stats();
       eng.pool().set_wait_stats(false);
-      PoolWaits& total = t.pool_waits;
-      auto add = [&](const ThreadPool::WaitStats& w) {
-        total.dispatches += w.dispatches;
-        total.thread_seconds += w.thread_seconds;
-        total.late_start_seconds += w.late_start_seconds;
-        total.idle_end_seconds += w.idle_end_seconds;
-        return w.late_start_seconds + w.idle_end_seconds;
-      };
       double covered = 0;
       for (size_t k = 0; k < prof.rows.size(); ++k) {
         const model::ForwardProfile::Row& row = prof.rows[k];
-        const double idle = add(row.waits);
+        t.pool_waits += row.waits;
         t.profile.push_back({std::string(model::prof_op_name(static_cast<model::ProfOp>(k))), row.seconds,
                              row.matmul_seconds, row.matmul_bytes, row.matmul_ops, row.matmuls,
-                             row.waits.dispatches, idle});
+                             row.waits.dispatches, row.waits.lost_seconds()});
         covered += row.seconds;
       }
-      const double other_idle = add(prof.idle_waits) + add(rest);
+      PoolWaits other = prof.idle_waits;
+      other += rest;
+      t.pool_waits += other;
       t.profile.push_back({"other", std::max(0.0, prof.forward_seconds - covered), 0, 0, 0, 0,
-                           prof.idle_waits.dispatches + rest.dispatches, other_idle});
+                           other.dispatches, other.lost_seconds()});
       t.profile_seconds = prof.forward_seconds;
     }
     mean_sd(t.tps, t.tps_mean, t.tps_sd);
@@ -480,7 +474,7 @@ static std::string profile_table(const BenchResult& r) {
     // Lost thread time: late starts and idle ends, per token, and as a share of what the
     // threads had over the forward time (threads × forward seconds).
     const PoolWaits& w = t.pool_waits;
-    const double lost = w.late_start_seconds + w.idle_end_seconds;
+    const double lost = w.lost_seconds();
     s += fmt::format(
         "pool waits: {:.0f} dispatches/token; threads idle inside them {:.3f} ms/token of thread time "
         "(waiting to start {:.3f}, after their last chunk {:.3f}) = {:.1f}% of {} threads x forward time\n",

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "store/memory_options.h"
 #include "tools/bench/membw.h"
 
@@ -65,15 +66,10 @@ struct OpProfile {
   double idle_seconds = 0;  // threads' time lost in them (late starts + idle ends)
 };
 
-// The thread pool's lost time during one test's timed repetitions (BenchOptions::profile;
-// core/thread_pool.h WaitStats): dispatches that used the workers, threads × their wall time,
-// and of that the time threads waited to take part and sat idle after their last chunk.
-struct PoolWaits {
-  uint64_t dispatches = 0;
-  double thread_seconds = 0;
-  double late_start_seconds = 0;
-  double idle_end_seconds = 0;
-};
+// The thread pool's lost time during one test's timed repetitions (BenchOptions::profile):
+// dispatches that used the workers, threads × their wall time, and of that the time threads
+// waited to take part and sat idle after their last chunk.
+using PoolWaits = ThreadPool::WaitStats;
 
 // What the disk did during one test (sums over the timed repetitions). disk_read_bytes comes
 // from /proc/self/io (both modes: page faults of the mapping count too); the rest only with
