@@ -57,13 +57,15 @@ void dot_mxfp4_vnni(int64_t n, const void* w, const void* act, size_t act_stride
 // bit for bit; nt == 1 runs the AVX-512 loop, nt > 1 the AVX2 kernel. Call only where
 // cpu_has_avx512_iq().
 bool cpu_has_avx512_iq();
-// How the AVX-512 IQ2_XXS decode kernels fetch grid entries: eight scalar loads
-// per 64 weights where true, one zmm gather where false. The gather is the cheaper on Intel
-// (vec_dot_avx512.cpp); on AMD Zen 4 the loads are (one EPYC core, IQ2_XXS decode: 4.7 GB/s
-// gathering, 6.2 loading).
-// Default: loads on AMD; K3_IQ_LOOKUP=gather|loads overrides (comparisons, tests). Same
-// results either way, bit for bit.
-bool cpu_iq_lookup_by_loads();
+// How the AVX-512 IQ2_XXS decode kernels fetch grid entries: one zmm gather per 64 weights,
+// eight scalar loads, or none (the grid's 2-bit codes from 512 bytes of vpermt2b tables,
+// iq_unpack_avx512.h). IQ2_XXS decode on one EPYC (Zen 4) core, 256 MiB matrix: gather 4.6
+// GB/s, loads 6.1, codes 8.5 (docs/kernels.md); on Intel the gather beat the loads, and the
+// codes are unmeasured there, so Intel keeps the gather.
+// Default: codes on AMD, gather elsewhere; K3_IQ_LOOKUP=gather|loads|codes overrides
+// (comparisons, tests). Same results every way, bit for bit.
+enum class IqLookup { gather, loads, codes };
+IqLookup cpu_iq_lookup();
 // The Q8_0 prefill product (gemm_q8_avx512.cpp, DotKernel::act_sums and gemm).
 void act_sums_q8_0_avx512(int64_t n, const void* act, size_t act_stride, int64_t n_tok, int32_t* sums);
 void gemm_q8_0_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,

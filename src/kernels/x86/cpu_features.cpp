@@ -15,14 +15,16 @@ bool cpu_has_avx512_iq() {
   return has;
 }
 
-bool cpu_iq_lookup_by_loads() {
-  static const bool loads = [] {
+IqLookup cpu_iq_lookup() {
+  static const IqLookup lookup = [] {
     const char* force = std::getenv("K3_IQ_LOOKUP");
-    if (force && std::string_view(force) == "gather") return false;
-    if (force && std::string_view(force) == "loads") return true;
-    return __builtin_cpu_is("amd") != 0;
+    const std::string_view f = force ? force : "";
+    if (f == "gather") return IqLookup::gather;
+    if (f == "loads") return IqLookup::loads;
+    if (f == "codes") return IqLookup::codes;
+    return __builtin_cpu_is("amd") != 0 ? IqLookup::codes : IqLookup::gather;
   }();
-  return loads;
+  return lookup;
 }
 
 bool cpu_has_avx_vnni() {

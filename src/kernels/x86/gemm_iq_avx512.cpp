@@ -95,11 +95,15 @@ struct RowBuf {
 };
 
 // The row decoders: built once per gemm call (their constants), then decode() per row.
-// Gathers for the grid entries on every CPU: the scalar loads that decode prefers on AMD
-// (cpu_iq_lookup_by_loads()) measured no faster here, where the decoded row is shared by the tokens.
+// IQ2_XXS's grid bytes: from the 2-bit codes where cpu_iq_lookup() says so (on AMD; one EPYC
+// core, bench_kernels' n_tok = 64 column: 396–430 GFLOP/s against 368–376 gathering), by
+// gathers elsewhere. The scalar loads that decode once preferred on AMD measured no faster than
+// the gathers here, where the decoded row is shared by the tokens. Same bytes every way.
+template <bool kCodes>
 struct Iq2xxsRow {
   static constexpr int kGroup = 32;
   const iq512::Iq2xxs u;
+  const iq512::Iq2xxsByCodes by_codes;
   const __m512i x80 = _mm512_set1_epi8(static_cast<char>(0x80));
   void decode(const uint8_t* row, int64_t nsb, const RowBuf& out) const {
     const blk::IQ2_XXS* x = reinterpret_cast<const blk::IQ2_XXS*>(row);
@@ -109,9 +113,11 @@ struct Iq2xxsRow {
       alignas(32) __mmask64 neg[4];
       u.sign_masks(q, neg);
       asm("" : "+m"(neg));
+      [[maybe_unused]] __m512i codes;
+      if constexpr (kCodes) codes = by_codes.codes(q);
       K3_UNROLL for (int p = 0; p < 4; ++p) {
         // +g + 128 = g ^ 0x80 (g ≤ 43); −g + 128 = 0x80 − g
-        const __m512i g = u.grid_pair(q, p);
+        const __m512i g = kCodes ? by_codes.grid_quarter(codes, p) : u.grid_pair(q, p);
         const __m512i v = _mm512_mask_sub_epi8(_mm512_xor_si512(g, x80), _load_mask64(&neg[p]), x80, g);
         _mm512_storeu_si512(out.w + 256 * b + 64 * p, v);
       }
@@ -262,7 +268,7 @@ void gemm_tiles(int64_t n, const void* w, size_t row_stride, int64_t n_rows, con
 }  // namespace
 
 void act_sums_iq2_xxs_avx512(int64_t n, const void* act, size_t act_stride, int64_t n_tok, int32_t* sums) {
-  act_tiles<Iq2xxsRow::kGroup>(n, act, act_stride, n_tok, sums);
+  act_tiles<Iq2xxsRow<true>::kGroup>(n, act, act_stride, n_tok, sums);
 }
 
 void act_sums_iq1_m_avx512(int64_t n, const void* act, size_t act_stride, int64_t n_tok, int32_t* sums) {
@@ -271,7 +277,9 @@ void act_sums_iq1_m_avx512(int64_t n, const void* act, size_t act_stride, int64_
 
 void gemm_iq2_xxs_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void*, size_t,
                          const int32_t* sums, int64_t n_tok, float* y, size_t y_stride, void* panel) {
-  gemm_tiles<Iq2xxsRow>(n, w, row_stride, n_rows, sums, n_tok, y, y_stride, panel);
+  if (cpu_iq_lookup() == IqLookup::codes)
+    gemm_tiles<Iq2xxsRow<true>>(n, w, row_stride, n_rows, sums, n_tok, y, y_stride, panel);
+  else gemm_tiles<Iq2xxsRow<false>>(n, w, row_stride, n_rows, sums, n_tok, y, y_stride, panel);
 }
 
 void gemm_iq1_m_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void*, size_t,

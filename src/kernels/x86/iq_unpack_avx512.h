@@ -30,6 +30,82 @@ inline __m512i qword_lanes_from_words(int p) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// IQ2_XXS's grid as 2-bit codes: every grid byte is 8, 25 or 43 (codes 0, 1, 2), so entry i is
+// 16 bits, weight t of it at bits 2t. Split for vpermt2b, which looks up 128 bytes:
+// v[2h + b][i] = byte b of the codes of entry 128h + i. 512 bytes: four lookups cover the grid
+// where a gather or eight scalar loads fetch eight 8-byte entries.
+struct alignas(64) Iq2xxsCodeTables {
+  uint8_t v[4][128];
+};
+
+inline const Iq2xxsCodeTables& iq2xxs_code_tables() {
+  static const Iq2xxsCodeTables tables = [] {
+    Iq2xxsCodeTables t{};
+    for (int i = 0; i < 256; ++i) {
+      unsigned codes = 0;
+      for (int k = 0; k < 8; ++k) {
+        const unsigned g = static_cast<unsigned>(quant::kIq2xxsGrid[i] >> (8 * k)) & 0xFF;
+        codes |= (g == 8 ? 0u : g == 25 ? 1u : 2u) << (2 * k);
+      }
+      t.v[2 * (i / 128)][i % 128] = static_cast<uint8_t>(codes);
+      t.v[2 * (i / 128) + 1][i % 128] = static_cast<uint8_t>(codes >> 8);
+    }
+    return t;
+  }();
+  return tables;
+}
+
+// vpermb control putting the 32 grid indices where the code lookup wants them: byte 8j + 2p + b
+// (j = 0..7, quarter p = 0..3, code byte b) ← index 8p + j, which is qs byte 16p + 8(j/4) + j%4.
+// After the lookup, qword j holds the codes of indices j, 8 + j, 16 + j, 24 + j at bits 16p, so
+// one vpmultishiftqb per quarter spreads index 8p + j's eight codes over the bytes of qword j:
+// weights 64p + 8j..+7, in weight order.
+constexpr Bytes64 make_iq2xxs_code_bytes() {
+  Bytes64 r{};
+  for (int j = 0; j < 8; ++j)
+    for (int p = 0; p < 4; ++p)
+      for (int b = 0; b < 2; ++b) r.v[8 * j + 2 * p + b] = static_cast<uint8_t>(16 * p + 8 * (j / 4) + j % 4);
+  return r;
+}
+constexpr Bytes64 kIq2xxsCodeBytes = make_iq2xxs_code_bytes();
+
+// The grid bytes of a whole IQ2_XXS super-block from its 2-bit codes, without a memory lookup:
+// the faster way on AMD Zen 4 (cpu_iq_lookup()).
+struct Iq2xxsByCodes {
+  __m512i tab[4];
+  __m512i tab_hi[4];  // the upper 64 bytes of each table
+  __m512i code_bytes = _mm512_load_si512(kIq2xxsCodeBytes.v);
+  __m512i value = _mm512_set1_epi32(0x002B1908);  // byte i ← the grid byte of code i & 3
+  __m512i spread[4];                              // quarter p: byte t of each qword ← bits 16p + 2t
+  Iq2xxsByCodes() {
+    const Iq2xxsCodeTables& t = iq2xxs_code_tables();
+    K3_UNROLL for (int k = 0; k < 4; ++k) {
+      tab[k] = _mm512_load_si512(t.v[k]);
+      tab_hi[k] = _mm512_load_si512(t.v[k] + 64);
+    }
+    K3_UNROLL for (int p = 0; p < 4; ++p) {
+      long long c = 0;
+      for (int b = 0; b < 8; ++b) c |= static_cast<long long>(16 * p + 2 * b) << (8 * b);
+      spread[p] = _mm512_set1_epi64(c);
+    }
+  }
+  // The super-block's codes: qword j, bits 16p..16p+15 = the codes of index 8p + j.
+  __m512i codes(__m512i q) const {
+    const __m512i e = _mm512_permutexvar_epi8(code_bytes, q);
+    const __mmask64 upper = _mm512_movepi8_mask(e);  // index ≥ 128 (vpermt2b reads bits 0..6)
+    const __m512i lo = _mm512_mask_blend_epi8(upper, _mm512_permutex2var_epi8(tab[0], e, tab_hi[0]),
+                                              _mm512_permutex2var_epi8(tab[2], e, tab_hi[2]));
+    const __m512i hi = _mm512_mask_blend_epi8(upper, _mm512_permutex2var_epi8(tab[1], e, tab_hi[1]),
+                                              _mm512_permutex2var_epi8(tab[3], e, tab_hi[3]));
+    return _mm512_mask_blend_epi8(0xAAAAAAAAAAAAAAAAull, lo, hi);
+  }
+  // The grid bytes (8, 25 or 43) of the weights 64p..64p+63, in weight order.
+  __m512i grid_quarter(__m512i codes, int p) const {
+    return _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(spread[p], codes), value);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
 // IQ2_XXS. The 64 qs bytes of a super-block hold, per 32-weight group k, one qword: four grid
 // index bytes, then a u32 s_k with four 7-bit sign indices (bits 0..27) and the scale (28..31).
 struct Iq2xxs {
@@ -62,7 +138,7 @@ struct Iq2xxs {
                        _mm512_castsi512_si256(_mm512_permutex2var_epi8(ks_lo, sidx, ks_hi)));
   }
   // The same from the block's bytes in memory by eight scalar loads (no gather): the faster of
-  // the two on AMD Zen 4, the slower on Intel (cpu_iq_lookup_by_loads()). IQ1_M's lookups stay
+  // faster than the gather on AMD Zen 4, the slower on Intel (cpu_iq_lookup()). IQ1_M's lookups stay
   // gathers everywhere: its indices are computed in a register, and storing them for scalar
   // loads measured no faster on Zen 4 (3.7–4.0 against 4.1 GB/s per core).
   __m512i grid_pair_loads(const blk::IQ2_XXS& x, int p) const {
@@ -70,11 +146,6 @@ struct Iq2xxs {
     const __m256i lo = _mm256_setr_epi64x(grid[b[0]], grid[b[1]], grid[b[2]], grid[b[3]]);
     const __m256i hi = _mm256_setr_epi64x(grid[b[8]], grid[b[9]], grid[b[10]], grid[b[11]]);
     return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-  }
-  template <bool kLoads>
-  __m512i grid_pair_by(const blk::IQ2_XXS& x, __m512i q, int p) const {
-    if constexpr (kLoads) return grid_pair_loads(x, p);
-    else return grid_pair(q, p);
   }
   // The unsigned grid bytes (8, 25 or 43) of the 64 weights of pair p, in weight order.
   __m512i grid_pair(__m512i q, int p) const {

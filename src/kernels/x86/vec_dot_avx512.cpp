@@ -128,12 +128,15 @@ void superblock_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, fl
 
 // R rows against one activation row. Each row's integer sums and float steps are the same
 // whatever R, so R = 1 is the single-row kernel and every group row equals it bit for bit.
-template <int R, bool kLoads>
+// kLookup: how the grid bytes are fetched (vec_dot_impl.h: cpu_iq_lookup()); the bytes, hence
+// the results, are the same every way.
+template <int R, IqLookup kLookup>
 void iq2_xxs_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* out) {
   const blk::IQ2_XXS* x[R];
   K3_UNROLL for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const blk::IQ2_XXS*>(w + r * rs);
   const BlockQ8KA* y = static_cast<const BlockQ8KA*>(act);
   const iq512::Iq2xxs u;
+  [[maybe_unused]] const iq512::Iq2xxsByCodes by_codes;
   const __m512i zero = _mm512_setzero_si512();
   // The scale of group k is in int16 lane 4k of the scale vector, spread over the group's 16 lanes.
   __m512i lsel[4];
@@ -153,9 +156,16 @@ void iq2_xxs_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float
       alignas(32) __mmask64 neg[4];
       u.sign_masks(q, neg);
       asm("" : "+m"(neg));
+      [[maybe_unused]] __m512i codes;
+      if constexpr (kLookup == IqLookup::codes) codes = by_codes.codes(q);
       __m512i prod[4];
-      K3_UNROLL for (int p = 0; p < 4; ++p) prod[p] = _mm512_maddubs_epi16(
-          u.grid_pair_by<kLoads>(xb, q, p), _mm512_mask_sub_epi8(a[p], _load_mask64(&neg[p]), zero, a[p]));
+      K3_UNROLL for (int p = 0; p < 4; ++p) {
+        __m512i g;
+        if constexpr (kLookup == IqLookup::codes) g = by_codes.grid_quarter(codes, p);
+        else if constexpr (kLookup == IqLookup::loads) g = u.grid_pair_loads(xb, p);
+        else g = u.grid_pair(q, p);
+        prod[p] = _mm512_maddubs_epi16(g, _mm512_mask_sub_epi8(a[p], _load_mask64(&neg[p]), zero, a[p]));
+      }
       const __m256i sumi = scaled_sum(prod, ls, lsel, zero);
       const float d = simd::f16(xb.d);
       acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * dy), _mm256_cvtepi32_ps(sumi), acc[r]);
@@ -165,8 +175,12 @@ void iq2_xxs_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float
 }
 
 void iq2_xxs_1(int64_t n, const void* w, const void* act, float* out) {
-  if (cpu_iq_lookup_by_loads()) iq2_xxs_rows<1, true>(n, static_cast<const uint8_t*>(w), 0, act, out);
-  else iq2_xxs_rows<1, false>(n, static_cast<const uint8_t*>(w), 0, act, out);
+  const uint8_t* wb = static_cast<const uint8_t*>(w);
+  switch (cpu_iq_lookup()) {
+    case IqLookup::codes: return iq2_xxs_rows<1, IqLookup::codes>(n, wb, 0, act, out);
+    case IqLookup::loads: return iq2_xxs_rows<1, IqLookup::loads>(n, wb, 0, act, out);
+    case IqLookup::gather: return iq2_xxs_rows<1, IqLookup::gather>(n, wb, 0, act, out);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -612,6 +626,13 @@ void q3_k_1(int64_t n, const void* w, const void* act, float* out) {
 // Rows per group of the multi-row entry points; the rest go one at a time.
 constexpr int kGroupRows = 4;
 
+template <IqLookup kLookup>
+void iq2_xxs_dot_rows(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                      float* out) {
+  rows_by_group<kGroupRows, iq2_xxs_rows<kGroupRows, kLookup>, iq2_xxs_rows<1, kLookup>>(n, w, row_stride,
+                                                                                         n_rows, act, out);
+}
+
 }  // namespace
 
 void dot_iq2_xxs_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out) {
@@ -657,12 +678,11 @@ void dot_rows_mxfp4_avx512(int64_t n, const void* w, size_t row_stride, int64_t 
 
 void dot_rows_iq2_xxs_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                              float* out) {
-  if (cpu_iq_lookup_by_loads())
-    rows_by_group<kGroupRows, iq2_xxs_rows<kGroupRows, true>, iq2_xxs_rows<1, true>>(n, w, row_stride, n_rows,
-                                                                                     act, out);
-  else
-    rows_by_group<kGroupRows, iq2_xxs_rows<kGroupRows, false>, iq2_xxs_rows<1, false>>(n, w, row_stride,
-                                                                                       n_rows, act, out);
+  switch (cpu_iq_lookup()) {
+    case IqLookup::codes: return iq2_xxs_dot_rows<IqLookup::codes>(n, w, row_stride, n_rows, act, out);
+    case IqLookup::loads: return iq2_xxs_dot_rows<IqLookup::loads>(n, w, row_stride, n_rows, act, out);
+    case IqLookup::gather: return iq2_xxs_dot_rows<IqLookup::gather>(n, w, row_stride, n_rows, act, out);
+  }
 }
 
 void dot_rows_iq1_m_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
