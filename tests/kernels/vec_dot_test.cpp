@@ -167,6 +167,37 @@ TEST(VecDotAvx512, SuperBlockTypesEqualAvx2BitForBit) {
   }
 }
 
+// IQ2_XXS's AVX-512 kernels find the grid bytes by gathers, by loads or from code tables
+// (vec_dot_impl.h: cpu_iq_lookup; ctest runs this file every way). A random row meets only
+// some of the 256 grid entries, so here the index bytes of 8 super-blocks name each entry
+// once, in two orders, and the product must equal the AVX2 kernel's (which reads the grid
+// from memory) bit for bit, one row and four rows at a time.
+TEST(VecDotAvx512, Iq2xxsEveryGridEntry) {
+  if (!impl::cpu_has_avx512_iq()) GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/VBMI/VNNI";
+  const DotKernel* k = dot_kernel(Type::IQ2_XXS);
+  ASSERT_NE(k, nullptr);
+  const int64_t n = 2048;  // 8 super-blocks × 32 indices
+  for (uint32_t order = 0; order < 2; ++order) {
+    Case c = make_case(*k, n, 4242u + order);
+    for (int64_t i = 0; i < 256; ++i) {  // index i: super-block i/32, group (i%32)/4, byte i%4
+      const int64_t at = 66 * (i / 32) + 2 + 8 * ((i % 32) / 4) + i % 4;
+      c.w[static_cast<size_t>(at)] = static_cast<uint8_t>(order == 0 ? i : 255 - i);
+    }
+    quant::dequantize_row(Type::IQ2_XXS, c.w.data(), c.wf.data(), n);
+    float avx2 = 0, avx512 = 0;
+    impl::dot_iq2_xxs(n, c.w.data(), c.act.data(), c.act_stride, 1, &avx2);
+    impl::dot_iq2_xxs_avx512(n, c.w.data(), c.act.data(), c.act_stride, 1, &avx512);
+    EXPECT_EQ(std::memcmp(&avx2, &avx512, sizeof avx2), 0) << avx2 << " vs " << avx512;
+    std::vector<uint8_t> rows;
+    for (int r = 0; r < 4; ++r) rows.insert(rows.end(), c.w.begin(), c.w.end());
+    float four[4];
+    impl::dot_rows_iq2_xxs_avx512(n, rows.data(), c.w.size(), 4, c.act.data(), four);
+    for (float v : four) EXPECT_EQ(std::memcmp(&v, &avx2, sizeof v), 0) << v << " vs " << avx2;
+    const float ref = k->dot_scalar(n, c.w.data(), c.act.data());
+    EXPECT_NEAR(avx512, ref, 2e-6 * magnitude(c.wf, c.x[0]) + 1e-30);
+  }
+}
+
 // The AVX-512 MXFP4 kernel gives the AVX2 and AVX-VNNI kernels' results bit for bit (nt == 1
 // is the AVX-512 loop; its multi-row form is checked against that loop row by row in
 // VecDotRows.EqualOneRowAtATime). Row lengths: one block, an odd count (a last single block),
