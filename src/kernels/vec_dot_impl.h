@@ -53,7 +53,7 @@ bool cpu_has_avx_vnni();
 void dot_q8_0_vnni(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);
 void dot_mxfp4_vnni(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);
 
-// AVX-512 (F/BW/VL/VBMI/VNNI) twins for the IQ types (vec_dot_avx512.cpp): the same results
+// AVX-512 (F/BW/VL/VBMI/VNNI, with GFNI) twins for the IQ types (vec_dot_avx512.cpp): the same results
 // bit for bit; nt == 1 runs the AVX-512 loop, nt > 1 the AVX2 kernel. Call only where
 // cpu_has_avx512_iq().
 bool cpu_has_avx512_iq();

@@ -11,7 +11,8 @@ namespace k3::kernels::impl {
 bool cpu_has_avx512_iq() {
   static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") &&
-                          __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("bmi2");
+                          __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("bmi2") &&
+                          __builtin_cpu_supports("gfni");
   return has;
 }
 

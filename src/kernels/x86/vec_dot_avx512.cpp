@@ -357,9 +357,11 @@ struct Iq1s : Iq1 {
 };
 
 // IQ1_M in its decode layout (kernels/decode_layout.h): the offset-grid bytes 8·grid + 9 ± 1 =
-// 8·code + (0 or 2) come from the 2-bit codes by one per-lane shift and one vpermb (no gather);
-// per 4 weights (one dword) vpdpbusd gives Σ 8·code·a, and where the delta is +1 a masked add
-// brings the 2·Σa of those 4 weights (taken once per super-block for all the group's rows).
+// 8·code + (0 or 2) come from the 2-bit codes by one gf2p8affineqb (a bit matrix per 128-bit
+// lane that moves the lane's code bits to bits 3 and 4; no gather, no table); per 4 weights (one
+// dword) vpdpbusd adds Σ 8·code·a to an accumulator that starts, by one masked move, at the
+// 2·Σa of those 4 weights where the delta is +1 and at 0 elsewhere (2·Σa is taken once per
+// super-block for all the group's rows).
 // The dword of quarter p and lane m covers weights 64p + 4m..+3, as the maddubs/dpwssd pair of
 // Iq1m does, and its sum fits int16 (|Σ| ≤ 4·18·127), so one vpdpwssd against (ls, 0) word
 // pairs scales it: the same int32 lanes as Iq1m::finish, hence the same floats bit for bit.
@@ -370,18 +372,14 @@ struct Iq1mDecode {
     Q8KRegs q;
     __m512i sum4x2[4];  // per quarter, dword m: 2·Σ a over weights 64p + 4m..+3
   };
-  __m512i lut = byte_lut();  // byte i ← 8·(i & 3): the code in the low 2 bits, the rest ignored
-  // 16-bit shifts per 128-bit lane k: 2k (a byte's low 2 bits are right after a word shift)
-  __m512i lane_shift =
-      _mm512_set_epi64(0x0006000600060006ll, 0x0006000600060006ll, 0x0004000400040004ll, 0x0004000400040004ll,
-                       0x0002000200020002ll, 0x0002000200020002ll, 0, 0);
+  // The gf2p8affineqb matrix of 128-bit lane k (output bit i = parity(matrix byte 7 − i & the
+  // input byte)): bit 3 ← bit 2k, bit 4 ← bit 2k + 1, every other bit 0, so each byte becomes
+  // 8·(its lane's code) in one op.
+  __m512i code_bits = _mm512_set_epi64(0x0000004080000000ll, 0x0000004080000000ll, 0x0000001020000000ll,
+                                       0x0000001020000000ll, 0x0000000408000000ll, 0x0000000408000000ll,
+                                       0x0000000102000000ll, 0x0000000102000000ll);
   __m512i lsel[4];  // quarter p: dword m ← (ls of sub-block 4p + m/4, 0)
   Iq1mDecode() { K3_UNROLL for (int p = 0; p < 4; ++p) lsel[p] = spread_words(4 * p, 1, 8); }
-  static __m512i byte_lut() {
-    alignas(64) uint8_t v[64];
-    for (int i = 0; i < 64; ++i) v[i] = static_cast<uint8_t>(8 * (i & 3));
-    return _mm512_load_si512(v);
-  }
   Act load(const BlockQ8KA& y) const {
     Act a;
     a.q = load_q8k(y);
@@ -399,9 +397,9 @@ struct Iq1mDecode {
     K3_UNROLL for (int p = 0; p < 4; ++p) {
       const __m512i codes =
           _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.codes + 16 * p)));
-      const __m512i grid8 = _mm512_permutexvar_epi8(_mm512_srlv_epi16(codes, lane_shift), lut);
-      __m512i t = _mm512_dpbusd_epi32(_mm512_setzero_si512(), grid8, y.q.qs[p]);
-      t = _mm512_mask_add_epi32(t, static_cast<__mmask16>(x.delta_plus >> (16 * p)), t, y.sum4x2[p]);
+      const __m512i grid8 = _mm512_gf2p8affine_epi64_epi8(codes, code_bits, 0);
+      __m512i t = _mm512_maskz_mov_epi32(static_cast<__mmask16>(x.delta_plus >> (16 * p)), y.sum4x2[p]);
+      t = _mm512_dpbusd_epi32(t, grid8, y.q.qs[p]);
       const __m512i l = _mm512_maskz_permutexvar_epi16(0x55555555u, lsel[p], ls512);
       if (p % 2 == 0) s0 = _mm512_dpwssd_epi32(s0, t, l);
       else s1 = _mm512_dpwssd_epi32(s1, t, l);
