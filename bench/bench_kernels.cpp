@@ -3,9 +3,12 @@
 // against the machine's read bandwidth (measured here with a streaming read, plain and
 // prefetched); prefill (n_tok = 64) reported in GFLOP/s. --chain ROWSxCOLS instead runs decode
 // over many matrices of one shape in turn (a model's pattern: what each dispatch costs);
-// --small-pages keeps the buffer in 4 KiB pages (default: 2 MiB pages, as the engine's trunk).
+// --decode-layout makes the chains read the decode layout where a type has one (IQ1_M; GB/s
+// then of the file's bytes and of the layout's own); --small-pages keeps the buffer in 4 KiB
+// pages (default: 2 MiB pages, as the engine's trunk).
 // Not a test: numbers depend on the machine.
-// Usage: bench_kernels [--threads N] [--mb MiB] [--types Q8_0,IQ1_M,...] [--chain RxC] [--small-pages]
+// Usage: bench_kernels [--threads N] [--mb MiB] [--types Q8_0,IQ1_M,...] [--chain RxC [--decode-layout]]
+//                      [--small-pages]
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -18,8 +21,10 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "kernels/decode_layout.h"
 #include "kernels/matmul.h"
 #include "kernels/stream_read.h"
+#include "kernels/vec_dot.h"
 #include "quant/codec.h"
 #include "quant/types.h"
 
@@ -125,6 +130,7 @@ int main(int argc, char** argv) {
   size_t mb = 256;
   long chain_rows = 0, chain_cols = 0;  // --chain: decode over a run of matrices of this shape
   bool small_pages = false;
+  bool decode_layout = false;  // --decode-layout: chains read the types' decode layout where they have one
   std::vector<Type> types = {Type::F32,    Type::F16,   Type::BF16, Type::Q8_0, Type::MXFP4,
                              Type::Q2_K,   Type::Q3_K,  Type::Q4_K, Type::Q6_K, Type::IQ2_XXS,
                              Type::IQ2_XS, Type::IQ1_S, Type::IQ1_M};
@@ -133,6 +139,7 @@ int main(int argc, char** argv) {
     if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
     else if (a == "--mb" && i + 1 < argc) mb = static_cast<size_t>(std::atoll(argv[++i]));
     else if (a == "--small-pages") small_pages = true;
+    else if (a == "--decode-layout") decode_layout = true;
     else if (a == "--chain" && i + 1 < argc) {
       if (std::sscanf(argv[++i], "%ldx%ld", &chain_rows, &chain_cols) != 2 || chain_rows <= 0 ||
           chain_cols <= 0) {
@@ -151,7 +158,8 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(
           stderr,
-          "usage: %s [--threads N] [--mb MiB] [--types T1,T2,...] [--chain ROWSxCOLS] [--small-pages]\n",
+          "usage: %s [--threads N] [--mb MiB] [--types T1,T2,...] [--chain ROWSxCOLS [--decode-layout]] "
+          "[--small-pages]\n",
           argv[0]);
       return 2;
     }
@@ -182,6 +190,24 @@ int main(int argc, char** argv) {
       const int64_t n_mat = static_cast<int64_t>(bytes / mat);
       if (n_mat < 1) continue;
       fill_weights(t, buf, static_cast<size_t>(n_mat) * mat, chain_cols);
+      // The decode layout (kernels/decode_layout.h), as the engine's mapped expert store makes it.
+      size_t drb = decode_layout ? k3::kernels::decode_row_bytes(t, chain_cols) : 0;
+      const k3::kernels::DotKernel* dk = k3::kernels::dot_kernel(t);
+      if (drb > 0 && !(dk && dk->dot_rows_decode)) {
+        std::printf("%-8s (no decode-layout kernel on this CPU: the engine reads the file's rows)\n",
+                    k3::quant::type_name(t));
+        drb = 0;
+      }
+      const size_t dmat = drb * static_cast<size_t>(chain_rows);
+      uint8_t* dbuf = nullptr;
+      if (drb > 0) {
+        const size_t dbytes = (static_cast<size_t>(n_mat) * dmat + (2 << 20) - 1) & ~size_t((2 << 20) - 1);
+        dbuf = static_cast<uint8_t*>(std::aligned_alloc(2 << 20, dbytes));
+        if (!small_pages) madvise(dbuf, dbytes, MADV_HUGEPAGE);
+        const int64_t per_block = static_cast<int64_t>(k3::quant::type_info(t).block_bytes);
+        k3::kernels::repack_for_decode(t, buf, dbuf,
+                                       static_cast<int64_t>(static_cast<size_t>(n_mat) * mat) / per_block);
+      }
       std::vector<float> x(static_cast<size_t>(chain_cols)), y(static_cast<size_t>(chain_rows));
       for (float& v : x) v = static_cast<float>(static_cast<int>(next_u64() % 2001) - 1000) * 1e-3f;
       double best = 1e30;
@@ -189,6 +215,10 @@ int main(int argc, char** argv) {
         const auto t0 = Clock::now();
         for (int64_t m = 0; m < n_mat; ++m) {
           k3::kernels::WeightView w{t, buf + static_cast<size_t>(m) * mat, chain_cols, chain_rows, rb};
+          if (dbuf) {
+            w.decode = dbuf + static_cast<size_t>(m) * dmat;
+            w.decode_stride = drb;
+          }
           k3::kernels::matmul(w, x.data(), 1, y.data(), &pool);
         }
         best = std::min(best, seconds_since(t0));
@@ -197,6 +227,12 @@ int main(int argc, char** argv) {
       std::printf("%-8s %8.2f GB/s %5.0f%% of bw, %.1f us per product (%ld products of %.2f MB)\n",
                   k3::quant::type_name(t), gbs, 100.0 * gbs / bw, best / static_cast<double>(n_mat) * 1e6,
                   static_cast<long>(n_mat), static_cast<double>(mat) / 1e6);
+      if (dbuf) {
+        std::printf("         decode layout: %.2f GB/s of its own bytes (%.2f MB per product)\n",
+                    static_cast<double>(n_mat) * static_cast<double>(dmat) / best / 1e9,
+                    static_cast<double>(dmat) / 1e6);
+        std::free(dbuf);
+      }
     }
     std::free(buf);
     return 0;
