@@ -33,8 +33,7 @@ void append_row(MlaLayerCache& c, CacheType type, const float* row, int64_t widt
 // Pointer to cache row s as floats (converting into buf for an F16 cache).
 const float* cache_row(const MlaLayerCache& c, CacheType type, int64_t s, int64_t width, float* buf) {
   if (type == CacheType::F32) return c.f32.data() + s * width;
-  const uint16_t* src = c.f16.data() + s * width;
-  for (int64_t i = 0; i < width; ++i) buf[i] = quant::fp16_to_fp32(src[i]);
+  kernels::f16_to_f32_row(c.f16.data() + s * width, buf, width);
   return buf;
 }
 
@@ -119,12 +118,19 @@ void mla_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   // (kernels/attn.h: at double precision with conversions they ran at ~1.5 GB/s of cache, 92 %
   // of MLA's decode time at 4096 tokens); the softmax stays in double, and the row sums are
   // folded into double every kFoldRows rows, so no value sees more than kFoldRows float adds.
-  constexpr int64_t kHeadBlock = 8, kFoldRows = 256;
+  // The weighted row sums go kRowBlock rows at a time (a divisor of kFoldRows, so the folds
+  // fall where they did row by row): each head's sum stays in registers across the block's rows
+  // (kernels::axpy_rows_f32, the same fused multiply-adds in the same order), the block's rows
+  // staying in L2 for the block's heads; an F16 cache's block is converted once.
+  constexpr int64_t kHeadBlock = 8, kFoldRows = 256, kRowBlock = 64;
+  static_assert(kFoldRows % kRowBlock == 0);
   const int64_t HB = std::min(H, kHeadBlock), n_hblk = (H + HB - 1) / HB;
   auto attend = [&](int64_t t0, int64_t t1, int) {
     std::vector<double> score, acc(static_cast<size_t>(HB * C)), sum(static_cast<size_t>(HB));
     std::vector<float> part(static_cast<size_t>(HB * C), 0.0f);
     std::vector<float> buf(static_cast<size_t>(RW));
+    std::vector<float> alpha(static_cast<size_t>(kRowBlock * HB));
+    std::vector<float> rows_f32;  // an F16 cache's block of rows, converted
     for (int64_t task = t0; task < t1; ++task) {
       const int64_t t = task / n_hblk, h0 = (task % n_hblk) * HB, nh = std::min(HB, H - h0);
       const TokRef& tr = tok[t];
@@ -149,11 +155,23 @@ void mla_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
         sum[j] = sm;
       }
       std::fill(acc.begin(), acc.end(), 0.0);
-      for (int64_t s = 0; s < ns; ++s) {
-        const float* row = cache_row(cache, ct, s, RW, buf.data());
+      for (int64_t s0 = 0; s0 < ns; s0 += kRowBlock) {
+        const int64_t m = std::min(kRowBlock, ns - s0);
+        const float* rows = nullptr;
+        if (ct == CacheType::F32) {
+          rows = cache.f32.data() + s0 * RW;
+        } else {
+          rows_f32.resize(static_cast<size_t>(kRowBlock * RW));
+          for (int64_t s = 0; s < m; ++s) cache_row(cache, ct, s0 + s, RW, rows_f32.data() + s * RW);
+          rows = rows_f32.data();
+        }
+        for (int64_t s = 0; s < m; ++s)
+          for (int64_t j = 0; j < nh; ++j)
+            alpha[s * HB + j] = static_cast<float>(score[(s0 + s) * HB + j] / sum[j]);
         for (int64_t j = 0; j < nh; ++j)
-          kernels::axpy_f32(static_cast<float>(score[s * HB + j] / sum[j]), row, part.data() + j * C, C);
-        if ((s + 1) % kFoldRows == 0 || s + 1 == ns) kernels::add_f32_to_f64(part.data(), acc.data(), nh * C);
+          kernels::axpy_rows_f32(alpha.data() + j, HB, rows, RW, m, part.data() + j * C, C);
+        if ((s0 + m) % kFoldRows == 0 || s0 + m == ns)
+          kernels::add_f32_to_f64(part.data(), acc.data(), nh * C);
       }
       for (int64_t j = 0; j < nh; ++j) {
         float* ob = obar.data() + (t * H + h0 + j) * C;

@@ -143,6 +143,7 @@ BenchResult run_bench(const BenchOptions& opt) {
   eo.n_ctx = opt.depth + std::max(opt.n_prompt, opt.n_gen) + 1;
   eo.n_seq_max = opt.depth > 0 ? 2 : 1;  // sequence 1 holds the depth, copied before each repetition
   eo.n_ubatch = opt.n_ubatch;
+  eo.cache_type = opt.f16_cache ? model::CacheType::F16 : model::CacheType::F32;
   eo.hooks.collective = opt.collective;
 
   std::unique_ptr<model::ExpertSource> inner;
@@ -180,6 +181,7 @@ BenchResult run_bench(const BenchOptions& opt) {
   r.n_ubatch = opt.n_ubatch;
   r.reps = opt.reps;
   r.depth = opt.depth;
+  r.f16_cache = opt.f16_cache;
 
   MemBwOptions mo;
   mo.n_threads = r.n_threads;
@@ -430,7 +432,11 @@ std::string bench_json(const BenchResult& r, int indent) {
               {"mem_bw_after_bytes_per_s", r.mem_bw_after},
               {"mem_bw_buffer_bytes", r.membw.buffer_bytes}}},
             {"params",
-             {{"n_threads", r.n_threads}, {"n_ubatch", r.n_ubatch}, {"reps", r.reps}, {"depth", r.depth}}},
+             {{"n_threads", r.n_threads},
+              {"n_ubatch", r.n_ubatch},
+              {"reps", r.reps},
+              {"depth", r.depth},
+              {"cache_type", r.f16_cache ? "f16" : "f32"}}},
             {"memory",
              {{"mode", r.memory_mode},
               {"ram_budget", r.ram_budget},
@@ -504,8 +510,8 @@ std::string bench_table(const BenchResult& r) {
     s += fmt::format("depth: every test starts after {} tokens of context", r.depth);
     for (const BenchTest& t : r.tests)
       if (t.n_gen > 0)
-        s += fmt::format("; generation reads {:.2f} MiB of MLA cache per token on average",
-                         t.cache_bytes_per_token / 1048576.0);
+        s += fmt::format("; generation reads {:.2f} MiB of {} MLA cache per token on average",
+                         t.cache_bytes_per_token / 1048576.0, r.f16_cache ? "F16" : "F32");
     s += "\n";
   }
   s += fmt::format("\n| {:>8} | {:>7} | {:>3} | {:>18} | {:>10} | {:>8} | {:>7} |\n", "test", "threads", "ub",

@@ -52,6 +52,7 @@ struct BenchOptions {
   bool profile = false;                     // time per op class over the timed repetitions (model/profile.h)
   model::Collective* collective = nullptr;  // distributed run (model/collective.h); null: one process
   int64_t depth = 0;                        // tokens already in the sequence when each test starts (-d)
+  bool f16_cache = false;                   // --cache-type f16: the MLA latent cache in F16 (2 bytes a value)
 };
 
 // One op class of a test's profile (BenchOptions::profile): sums over the timed repetitions.
@@ -139,6 +140,7 @@ struct BenchResult {
   int64_t n_ubatch = 0;
   int reps = 0;
   int64_t depth = 0;
+  bool f16_cache = false;
   MemBw membw;  // bytes_per_s == 0 when not measured
   // When measured in this run: the figures before and after the tests; membw.bytes_per_s is
   // their mean (the host's bandwidth drifts; the tests ran between the two). 0 from the cache.

@@ -173,6 +173,14 @@ TEST(Bench, DepthCountsTheCacheGenerationReads) {
   EXPECT_EQ(r0.tests[1].cache_bytes, row * (4 * 5 / 2));
   EXPECT_EQ(r0.tests[1].name, "tg4");
   EXPECT_EQ(nlohmann::json::parse(bench_json(r))["params"]["depth"], 20);
+  EXPECT_EQ(nlohmann::json::parse(bench_json(r))["params"]["cache_type"], "f32");
+  // An F16 cache: the same rows at 2 bytes a value, half the bytes.
+  BenchOptions half = o;
+  half.f16_cache = true;
+  const BenchResult rh = run_bench(half);
+  EXPECT_EQ(rh.tests[1].cache_bytes, row / 2 * 90);
+  EXPECT_EQ(nlohmann::json::parse(bench_json(rh))["params"]["cache_type"], "f16");
+  EXPECT_NE(bench_table(rh).find("of F16 MLA cache"), std::string::npos);
   o.depth = -1;
   EXPECT_THROW(run_bench(o), Error);
 }
