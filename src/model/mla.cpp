@@ -30,10 +30,12 @@ void append_row(MlaLayerCache& c, CacheType type, const float* row, int64_t widt
   }
 }
 
-// Pointer to cache row s as floats (converting into buf for an F16 cache).
-const float* cache_row(const MlaLayerCache& c, CacheType type, int64_t s, int64_t width, float* buf) {
+// Pointer to cache rows s..s+m-1 as floats, `width` apart (converting into buf, m rows long,
+// for an F16 cache).
+const float* cache_rows(const MlaLayerCache& c, CacheType type, int64_t s, int64_t m, int64_t width,
+                        float* buf) {
   if (type == CacheType::F32) return c.f32.data() + s * width;
-  kernels::f16_to_f32_row(c.f16.data() + s * width, buf, width);
+  kernels::f16_to_f32_row(c.f16.data() + s * width, buf, m * width);
   return buf;
 }
 
@@ -139,7 +141,7 @@ void mla_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
       const int64_t ns = tr.pos + 1;
       score.resize(static_cast<size_t>(ns * HB));  // [s][head in block]
       for (int64_t s = 0; s < ns; ++s) {
-        const float* row = cache_row(cache, ct, s, RW, buf.data());
+        const float* row = cache_rows(cache, ct, s, 1, RW, buf.data());
         for (int64_t j = 0; j < nh; ++j) {
           const float* qa = qabs.data() + (t * H + h0 + j) * C;
           const float* qpe = qf.data() + t * H * QW + (h0 + j) * QW + N;
@@ -157,14 +159,8 @@ void mla_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
       std::fill(acc.begin(), acc.end(), 0.0);
       for (int64_t s0 = 0; s0 < ns; s0 += kRowBlock) {
         const int64_t m = std::min(kRowBlock, ns - s0);
-        const float* rows = nullptr;
-        if (ct == CacheType::F32) {
-          rows = cache.f32.data() + s0 * RW;
-        } else {
-          rows_f32.resize(static_cast<size_t>(kRowBlock * RW));
-          for (int64_t s = 0; s < m; ++s) cache_row(cache, ct, s0 + s, RW, rows_f32.data() + s * RW);
-          rows = rows_f32.data();
-        }
+        if (ct != CacheType::F32) rows_f32.resize(static_cast<size_t>(kRowBlock * RW));
+        const float* rows = cache_rows(cache, ct, s0, m, RW, rows_f32.data());
         for (int64_t s = 0; s < m; ++s)
           for (int64_t j = 0; j < nh; ++j)
             alpha[s * HB + j] = static_cast<float>(score[(s0 + s) * HB + j] / sum[j]);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -14,6 +15,7 @@
 #include "kernels/random_weights.h"
 #include "kernels/vec_dot.h"
 #include "kernels/vec_dot_impl.h"
+#include "quant/blocks.h"
 #include "quant/codec.h"
 
 namespace k3::kernels {
@@ -180,8 +182,9 @@ TEST(VecDotAvx512, Iq2xxsEveryGridEntry) {
   for (uint32_t order = 0; order < 2; ++order) {
     Case c = make_case(*k, n, 4242u + order);
     for (int64_t i = 0; i < 256; ++i) {  // index i: super-block i/32, group (i%32)/4, byte i%4
-      const int64_t at = 66 * (i / 32) + 2 + 8 * ((i % 32) / 4) + i % 4;
-      c.w[static_cast<size_t>(at)] = static_cast<uint8_t>(order == 0 ? i : 255 - i);
+      const size_t at = sizeof(quant::blk::IQ2_XXS) * static_cast<size_t>(i / 32) +
+                        offsetof(quant::blk::IQ2_XXS, qs) + static_cast<size_t>(8 * ((i % 32) / 4) + i % 4);
+      c.w[at] = static_cast<uint8_t>(order == 0 ? i : 255 - i);
     }
     quant::dequantize_row(Type::IQ2_XXS, c.w.data(), c.wf.data(), n);
     float avx2 = 0, avx512 = 0;

@@ -103,7 +103,7 @@ template <bool kCodes>
 struct Iq2xxsRow {
   static constexpr int kGroup = 32;
   const iq512::Iq2xxs u;
-  const iq512::Iq2xxsByCodes by_codes;
+  [[maybe_unused]] const iq512::Iq2xxsCodesIf<kCodes> by_codes;
   const __m512i x80 = _mm512_set1_epi8(static_cast<char>(0x80));
   void decode(const uint8_t* row, int64_t nsb, const RowBuf& out) const {
     const blk::IQ2_XXS* x = reinterpret_cast<const blk::IQ2_XXS*>(row);
@@ -117,7 +117,9 @@ struct Iq2xxsRow {
       if constexpr (kCodes) codes = by_codes.codes(q);
       K3_UNROLL for (int p = 0; p < 4; ++p) {
         // +g + 128 = g ^ 0x80 (g ≤ 43); −g + 128 = 0x80 − g
-        const __m512i g = kCodes ? by_codes.grid_quarter(codes, p) : u.grid_pair(q, p);
+        __m512i g;
+        if constexpr (kCodes) g = by_codes.grid_quarter(codes, p);
+        else g = u.grid_pair(q, p);
         const __m512i v = _mm512_mask_sub_epi8(_mm512_xor_si512(g, x80), _load_mask64(&neg[p]), x80, g);
         _mm512_storeu_si512(out.w + 256 * b + 64 * p, v);
       }

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/vec_dot_impl.h"
 #include "kernels/x86/simd.h"
@@ -105,6 +106,14 @@ struct Iq2xxsByCodes {
   }
 };
 
+// What a kernel holds for the code tables: Iq2xxsByCodes where it reads them, nothing where it
+// fetches the grid another way (so those paths do not load the tables on every call).
+struct NoIq2xxsCodes {
+  NoIq2xxsCodes() {}  // user-provided, so a const member of this type needs no initialiser
+};
+template <bool kCodes>
+using Iq2xxsCodesIf = std::conditional_t<kCodes, Iq2xxsByCodes, NoIq2xxsCodes>;
+
 // ---------------------------------------------------------------------------------------------
 // IQ2_XXS. The 64 qs bytes of a super-block hold, per 32-weight group k, one qword: four grid
 // index bytes, then a u32 s_k with four 7-bit sign indices (bits 0..27) and the scale (28..31).
@@ -137,8 +146,9 @@ struct Iq2xxs {
     _mm256_store_si256(reinterpret_cast<__m256i*>(neg),
                        _mm512_castsi512_si256(_mm512_permutex2var_epi8(ks_lo, sidx, ks_hi)));
   }
-  // The same from the block's bytes in memory by eight scalar loads (no gather): the faster of
-  // faster than the gather on AMD Zen 4, the slower on Intel (cpu_iq_lookup()). IQ1_M's lookups stay
+  // The same from the block's bytes in memory by eight scalar loads (no gather): faster than
+  // the gather on AMD Zen 4, slower on Intel (cpu_iq_lookup(); on AMD the code tables above
+  // now beat both). IQ1_M's lookups stay
   // gathers everywhere: its indices are computed in a register, and storing them for scalar
   // loads measured no faster on Zen 4 (3.7–4.0 against 4.1 GB/s per core).
   __m512i grid_pair_loads(const blk::IQ2_XXS& x, int p) const {

@@ -136,7 +136,7 @@ void iq2_xxs_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float
   K3_UNROLL for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const blk::IQ2_XXS*>(w + r * rs);
   const BlockQ8KA* y = static_cast<const BlockQ8KA*>(act);
   const iq512::Iq2xxs u;
-  [[maybe_unused]] const iq512::Iq2xxsByCodes by_codes;
+  [[maybe_unused]] const iq512::Iq2xxsCodesIf<kLookup == IqLookup::codes> by_codes;
   const __m512i zero = _mm512_setzero_si512();
   // The scale of group k is in int16 lane 4k of the scale vector, spread over the group's 16 lanes.
   __m512i lsel[4];
