@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "grammar/utf8_ranges.h"
+#include "grammar/work_budget.h"
 
 namespace k3::grammar {
 
@@ -17,6 +18,16 @@ bool is_name_char(char c) {
 }
 
 using Alt = std::vector<Sym>;
+
+// What the compiled grammar holds per rule, alternative and symbol (Grammar::bytes, with the
+// parser's own per-rule bookkeeping): vector headers plus the allocator's rounding.
+constexpr size_t kRuleBytes = 96;
+constexpr size_t kAltBytes = 40;
+constexpr size_t kSymBytes = sizeof(Sym);
+
+std::string size_text(size_t bytes) {
+  return bytes % (1u << 20) == 0 ? fmt::format("{} MiB", bytes >> 20) : fmt::format("{} KiB", bytes >> 10);
+}
 
 class Parser {
  public:
@@ -36,6 +47,7 @@ class Parser {
       if (p_ >= s_.size()) fail("grammar: empty (no rules){}", where_);
       while (p_ < s_.size()) parse_rule();
     }
+    g_.rule_owner = owner_;
     for (const auto& [name, id] : ids_)
       if (!defined_[id])
         fail("grammar: rule '{}' is used (offset {}) but never defined", name, first_use_[id]);
@@ -81,24 +93,49 @@ class Parser {
   }
 
   uint32_t rule_id(std::string_view bare, size_t at) {
+    if (prefix_.size() + bare.size() > lim_.max_name_bytes)
+      error(fmt::format("rule name of {} bytes (the limit is {})", prefix_.size() + bare.size(),
+                        lim_.max_name_bytes));
     std::string name = prefix_ + std::string(bare);
     auto [it, added] = ids_.try_emplace(name, static_cast<uint32_t>(alts_.size()));
     if (added) {
-      alts_.emplace_back();
-      defined_.push_back(false);
-      first_use_.push_back(at);
-      g_.rule_names.push_back(std::move(name));
+      const uint32_t id = it->second;
+      add_rule(false, id);
+      first_use_.back() = at;
+      spend_bytes(name.size());
+      g_.rule_names.back() = std::move(name);
     }
     return it->second;
   }
 
-  uint32_t new_rule(std::string_view kind) {
-    uint32_t id = static_cast<uint32_t>(alts_.size());
-    alts_.emplace_back();
-    defined_.push_back(true);
-    first_use_.push_back(p_);
-    g_.rule_names.push_back(fmt::format("{}/{}#{}", g_.rule_names[current_], kind, id));
+  // A synthetic rule: named by id, owned by the written rule being parsed.
+  uint32_t new_rule() {
+    const uint32_t id = static_cast<uint32_t>(alts_.size());
+    add_rule(true, current_);
     return id;
+  }
+
+  void add_rule(bool defined, uint32_t owner) {
+    if (alts_.size() >= lim_.max_rules)
+      fail("grammar: more than {} rules (written and generated; too large){}", lim_.max_rules, where_);
+    spend_bytes(kRuleBytes);
+    alts_.emplace_back();
+    defined_.push_back(defined);
+    first_use_.push_back(p_);
+    owner_.push_back(owner);
+    g_.rule_names.emplace_back();
+  }
+
+  void spend_bytes(size_t n) {
+    bytes_ += n;
+    if (bytes_ > lim_.max_bytes)
+      fail("grammar: the compiled grammar would take more than {} (too large){}", size_text(lim_.max_bytes),
+           where_);
+    tick(1);
+  }
+
+  void tick(size_t n) {
+    if (lim_.budget) lim_.budget->tick(n);
   }
 
   uint32_t hex(int digits) {
@@ -171,7 +208,8 @@ class Parser {
   void count(size_t n) {
     n_syms_ += n;
     if (n_syms_ > lim_.max_symbols)
-      fail("grammar: more than {} symbols after expansion (too large)", lim_.max_symbols);
+      fail("grammar: more than {} symbols after expansion (too large){}", lim_.max_symbols, where_);
+    spend_bytes(n * kSymBytes);
   }
 
   // The symbols for a set of code points: one byte set when it is all ASCII, else a rule
@@ -191,7 +229,7 @@ class Parser {
     for (CodeRange r : ranges) key.insert(key.end(), {r.lo, r.hi});
     auto it = class_rules_.find(key);
     if (it == class_rules_.end()) {
-      uint32_t id = new_rule("class");
+      uint32_t id = new_rule();
       ByteSet ascii{};
       bool any_ascii = false;
       for (const ByteRangeSeq& seq : utf8_sequences(ranges)) {
@@ -203,6 +241,7 @@ class Parser {
         Alt a;
         for (auto [lo, hi] : seq) a.push_back(byte_range(lo, hi));
         count(a.size() + 1);
+        spend_bytes(kAltBytes);
         alts_[id].push_back(std::move(a));
       }
       if (any_ascii) alts_[id].insert(alts_[id].begin(), Alt{{Sym::Bytes, byte_set(ascii)}});
@@ -223,6 +262,7 @@ class Parser {
     p_ += 3;
     uint32_t id = rule_id(name, at);
     if (defined_[id]) fail("grammar: rule '{}' is defined twice (offset {}{})", name, at, where_);
+    owner_[id] = id;
     defined_[id] = true;
     current_ = id;
     alts_[id] = parse_alternatives(0);
@@ -231,10 +271,12 @@ class Parser {
   std::vector<Alt> parse_alternatives(int depth) {
     if (depth > 256) error("groups nested deeper than 256");
     std::vector<Alt> out;
+    spend_bytes(kAltBytes);
     out.push_back(parse_sequence(depth));
     skip_space();
     while (p_ < s_.size() && s_[p_] == '|') {
       ++p_;
+      spend_bytes(kAltBytes);
       out.push_back(parse_sequence(depth));
       skip_space();
     }
@@ -282,7 +324,7 @@ class Parser {
       } else if (c == '(') {
         ++p_;
         uint32_t saved = current_;
-        uint32_t id = new_rule("group");
+        uint32_t id = new_rule();
         std::vector<Alt> inner = parse_alternatives(depth + 1);
         current_ = saved;
         skip_space();
@@ -297,7 +339,10 @@ class Parser {
         std::string tok(s_.substr(p_, e + 2 - p_));
         p_ = e + 2;
         auto [it, added] = token_ids_.try_emplace(tok, static_cast<uint32_t>(g_.token_names.size()));
-        if (added) g_.token_names.push_back(tok);
+        if (added) {
+          spend_bytes(2 * tok.size() + 64);
+          g_.token_names.push_back(tok);
+        }
         seq.push_back({Sym::Token, it->second});
         count(1);
       } else if (is_name_char(c)) {
@@ -362,56 +407,118 @@ class Parser {
         return;
       }
       if (item_begin == seq.size()) error("repetition of nothing");
-      // The item as one symbol (a literal of several bytes becomes a rule).
+      // The item as one symbol (a literal of several bytes becomes a rule, one per distinct
+      // content).
       Sym item;
       if (seq.size() - item_begin == 1) {
         item = seq.back();
       } else {
-        uint32_t id = new_rule("item");
-        alts_[id].push_back(Alt(seq.begin() + static_cast<long>(item_begin), seq.end()));
-        item = {Sym::Ref, id};
+        Alt body(seq.begin() + static_cast<long>(item_begin), seq.end());
+        auto [it, added] = item_rules_.try_emplace(key_of(body), 0);
+        if (added) {
+          it->second = new_rule();
+          spend_bytes(kAltBytes + body.size() * kSymBytes * 2);
+          alts_[it->second].push_back(std::move(body));
+        }
+        item = {Sym::Ref, it->second};
       }
       seq.resize(item_begin);
-      count(static_cast<size_t>(lo) + 2);
+      count(static_cast<size_t>(lo) + 1);
       for (uint32_t i = 0; i < lo; ++i) seq.push_back(item);
-      if (hi == UINT32_MAX) {
-        uint32_t star = new_rule("star");  // star ::= item star |
-        alts_[star].push_back({item, {Sym::Ref, star}});
-        alts_[star].push_back({});
-        seq.push_back({Sym::Ref, star});
-      } else if (hi > lo) {
-        // opt_k ::= item opt_{k-1} | ε, nested (hi - lo) deep.
-        uint32_t prev = UINT32_MAX;
-        for (uint32_t k = 0; k < hi - lo; ++k) {
-          uint32_t opt = new_rule("opt");
-          Alt a{item};
-          if (prev != UINT32_MAX) a.push_back({Sym::Ref, prev});
-          alts_[opt].push_back(std::move(a));
-          alts_[opt].push_back({});
-          count(4);
-          prev = opt;
-        }
-        seq.push_back({Sym::Ref, prev});
-      }
+      if (hi == UINT32_MAX) seq.push_back({Sym::Ref, star_of(item)});
+      else if (hi > lo) seq.push_back({Sym::Ref, optional_chain(item, hi - lo)});
     }
   }
 
+  static uint64_t sym_key(Sym s) { return (static_cast<uint64_t>(s.kind) << 32) | s.arg; }
+  static std::vector<uint64_t> key_of(const Alt& a) {
+    std::vector<uint64_t> k;
+    k.reserve(a.size());
+    for (Sym s : a) k.push_back(sym_key(s));
+    return k;
+  }
+
+  // star ::= item star | ε, one per item.
+  uint32_t star_of(Sym item) {
+    auto [it, added] = stars_.try_emplace(sym_key(item), 0);
+    if (added) {
+      const uint32_t star = it->second = new_rule();
+      count(2);
+      spend_bytes(2 * kAltBytes);
+      alts_[star].push_back({item, {Sym::Ref, star}});
+      alts_[star].push_back({});
+    }
+    return it->second;
+  }
+
+  // opt_k ::= item opt_{k-1} | ε (opt_1 ::= item | ε): at most k more items. The chain is kept
+  // per item and grown on demand, so every {m,n} of one item shares it.
+  uint32_t optional_chain(Sym item, uint32_t k) {
+    std::vector<uint32_t>& chain = opt_chains_[sym_key(item)];
+    while (chain.size() < k) {
+      const uint32_t opt = new_rule();
+      Alt a{item};
+      if (!chain.empty()) a.push_back({Sym::Ref, chain.back()});
+      count(a.size());
+      spend_bytes(2 * kAltBytes + sizeof(uint32_t));
+      alts_[opt].push_back(std::move(a));
+      alts_[opt].push_back({});
+      chain.push_back(opt);
+    }
+    return chain[k - 1];
+  }
+
   // ---- checks and layout ----
-  // The rules with an alternative whose every symbol passes `ok` (given the rules found so
-  // far), iterated to a fixpoint.
-  template <typename Ok>
-  std::vector<bool> closure(Ok ok) const {
-    std::vector<bool> in(alts_.size(), false);
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (size_t r = 0; r < alts_.size(); ++r) {
-        if (in[r]) continue;
-        for (const Alt& a : alts_[r])
-          if (std::all_of(a.begin(), a.end(), [&](Sym s) { return ok(s, in); })) {
-            in[r] = true;
-            changed = true;
-            break;
+  // The least set of rules with an alternative whose every symbol is a reference to a rule in
+  // the set, or a terminal when terminals_pass. A worklist with a count of missing references
+  // per alternative: linear in the grammar. (Sweeping all rules until nothing changed was
+  // quadratic: a chain of 40,000 rules written bottom-up took one sweep per rule.)
+  std::vector<bool> closure(bool terminals_pass) {
+    const size_t n = alts_.size();
+    std::vector<uint32_t> alt_rule, missing;             // per alternative
+    std::vector<uint32_t> users_begin(n + 1, 0), users;  // rule -> alternatives naming it (CSR)
+    for (size_t r = 0; r < n; ++r)
+      for (const Alt& a : alts_[r])
+        for (Sym s : a)
+          if (s.kind == Sym::Ref) ++users_begin[s.arg + 1];
+    for (size_t r = 0; r < n; ++r) users_begin[r + 1] += users_begin[r];
+    users.resize(users_begin[n]);
+    std::vector<uint32_t> fill(users_begin.begin(), users_begin.end() - 1);
+    std::vector<bool> in(n, false);
+    std::vector<uint32_t> ready;
+    for (size_t r = 0; r < n; ++r)
+      for (const Alt& a : alts_[r]) {
+        const uint32_t alt = static_cast<uint32_t>(alt_rule.size());
+        uint32_t refs = 0;
+        bool blocked = false;
+        for (Sym s : a) {
+          if (s.kind == Sym::Ref) {
+            users[fill[s.arg]++] = alt;
+            ++refs;
+          } else if (!terminals_pass) {
+            blocked = true;
           }
+        }
+        tick(a.size() + 1);
+        alt_rule.push_back(static_cast<uint32_t>(r));
+        missing.push_back(blocked ? UINT32_MAX : refs);
+        if (!blocked && refs == 0 && !in[r]) {
+          in[r] = true;
+          ready.push_back(static_cast<uint32_t>(r));
+        }
+      }
+    while (!ready.empty()) {
+      const uint32_t q = ready.back();
+      ready.pop_back();
+      for (uint32_t u = users_begin[q]; u < users_begin[q + 1]; ++u) {
+        const uint32_t alt = users[u];
+        tick(1);
+        if (missing[alt] == UINT32_MAX || --missing[alt] != 0) continue;
+        const uint32_t r = alt_rule[alt];
+        if (!in[r]) {
+          in[r] = true;
+          ready.push_back(r);
+        }
       }
     }
     return in;
@@ -420,11 +527,9 @@ class Parser {
   void flatten() {
     const size_t n = alts_.size();
     // Productive rules: can derive a finite string (every reference in some alternative is).
-    std::vector<bool> productive =
-        closure([](Sym s, const std::vector<bool>& in) { return s.kind != Sym::Ref || in[s.arg]; });
+    std::vector<bool> productive = closure(true);
     if (!productive[g_.root])
-      fail("grammar: rule '{}' can never finish (every alternative recurses forever)",
-           g_.rule_names[g_.root]);
+      fail("grammar: rule '{}' can never finish (every alternative recurses forever)", g_.describe(g_.root));
     // Prune alternatives that can never finish.
     for (auto& as : alts_)
       as.erase(std::remove_if(as.begin(), as.end(),
@@ -435,8 +540,7 @@ class Parser {
                               }),
                as.end());
     // Nullable rules, then left recursion: an edge r → q when q can start r.
-    std::vector<bool> nullable =
-        closure([](Sym s, const std::vector<bool>& in) { return s.kind == Sym::Ref && in[s.arg]; });
+    std::vector<bool> nullable = closure(false);
     std::vector<std::vector<uint32_t>> left(n);
     for (size_t r = 0; r < n; ++r)
       for (const Alt& a : alts_[r])
@@ -451,6 +555,7 @@ class Parser {
       std::vector<std::pair<uint32_t, size_t>> st{{static_cast<uint32_t>(r0), 0}};
       mark[r0] = 1;
       while (!st.empty()) {
+        tick(1);
         auto& [r, i] = st.back();
         if (i < left[r].size()) {
           uint32_t q = left[r][i++];
@@ -458,7 +563,7 @@ class Parser {
             fail(
                 "grammar: rule '{}' is left-recursive (it can reach itself without consuming input; "
                 "rewrite it right-recursively, and do not repeat something that can match empty)",
-                display_name(q));
+                g_.describe(q));
           if (mark[q] == 0) {
             mark[q] = 1;
             st.push_back({q, 0});
@@ -472,16 +577,11 @@ class Parser {
     g_.rule_alts.assign(n, {});
     for (size_t r = 0; r < n; ++r)
       for (const Alt& a : alts_[r]) {
+        tick(a.size() + 1);
         g_.rule_alts[r].push_back(static_cast<uint32_t>(g_.syms.size()));
         g_.syms.insert(g_.syms.end(), a.begin(), a.end());
         g_.syms.push_back({Sym::End, 0});
       }
-  }
-
-  // A synthetic rule's name up to its user-written ancestor.
-  std::string display_name(uint32_t r) const {
-    const std::string& s = g_.rule_names[r];
-    return s.substr(0, s.find('/'));
   }
 
   std::string_view s_;
@@ -489,11 +589,16 @@ class Parser {
   GbnfLimits lim_;
   size_t p_ = 0;
   size_t n_syms_ = 0;
+  size_t bytes_ = 0;  // the compiled grammar's bytes so far (kRuleBytes, ...)
   uint32_t current_ = 0;
   Grammar g_;
   std::vector<std::vector<Alt>> alts_;
   std::vector<bool> defined_;
   std::vector<size_t> first_use_;
+  std::vector<uint32_t> owner_;                                     // Grammar::rule_owner while parsing
+  std::map<std::vector<uint64_t>, uint32_t> item_rules_;            // repeated sequence → its rule
+  std::unordered_map<uint64_t, uint32_t> stars_;                    // item → star rule
+  std::unordered_map<uint64_t, std::vector<uint32_t>> opt_chains_;  // item → opt_1, opt_2, ...
   std::unordered_map<std::string, uint32_t> ids_;
   std::map<ByteSet, uint32_t> set_ids_;
   std::map<std::vector<uint32_t>, uint32_t> class_rules_;
@@ -501,6 +606,21 @@ class Parser {
 };
 
 }  // namespace
+
+std::string Grammar::describe(uint32_t rule) const {
+  const uint32_t owner = rule < rule_owner.size() ? rule_owner[rule] : rule;
+  if (owner == rule) return rule_names[rule];
+  return fmt::format("{}/generated#{}", rule_names[owner], rule);
+}
+
+size_t Grammar::bytes() const {
+  size_t b = sizeof(Grammar) + syms.capacity() * sizeof(Sym) + rule_owner.capacity() * sizeof(uint32_t) +
+             byte_sets.capacity() * sizeof(ByteSet);
+  for (const auto& alts : rule_alts) b += sizeof(alts) + alts.capacity() * sizeof(uint32_t);
+  for (const std::string& n : rule_names) b += sizeof(n) + (n.capacity() > 15 ? n.capacity() : 0);
+  for (const std::string& n : token_names) b += sizeof(n) + n.capacity();
+  return b;
+}
 
 std::string gbnf_quote(std::string_view s) {
   std::string out = "\"";

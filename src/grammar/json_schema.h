@@ -32,9 +32,12 @@
 
 namespace k3::grammar {
 
+class WorkBudget;
+
 struct SchemaOptions {
-  bool strict = true;  // true: a keyword we cannot honour is an error; false: it is ignored
-  std::string prefix;  // prepended to every rule name this call defines
+  bool strict = true;            // true: a keyword we cannot honour is an error; false: it is ignored
+  std::string prefix;            // prepended to every rule name this call defines
+  WorkBudget* budget = nullptr;  // the compile's deadline and cancellation (work_budget.h); null: none
 };
 
 // Throws k3::Error, e.g. "json_schema: unsupported keyword 'patternProperties' at /properties/tags"
