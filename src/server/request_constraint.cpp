@@ -9,7 +9,9 @@
 #include "grammar/chat_grammar.h"
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
+#include "grammar/work_budget.h"
 #include "server/api_error.h"
+#include "server/grammar_ledger.h"
 #include "text/tokenizer.h"
 
 namespace k3::server {
@@ -26,14 +28,18 @@ const Json& field(const Json& o, const char* name) {
   return it == o.end() ? kNull : *it;
 }
 
-std::string compile_schema(const Json& schema, bool strict, const std::string& param) {
+std::string compile_schema(const Json& schema, bool strict, const std::string& param,
+                           const ConstraintOptions& opt) {
   if (!schema.is_object() && !schema.is_boolean())
     bad_request(param, "'{}' must be a JSON schema (an object)", param);
   try {
     grammar::SchemaOptions o;
     o.strict = strict;
+    o.budget = opt.budget;
     return grammar::json_schema_to_gbnf(schema, o);
-  } catch (const k3::Error& e) {
+  } catch (const grammar::Cancelled&) {
+    throw;  // nobody's answer (the client is gone, or the server drains): the caller drops it
+  } catch (const k3::Error& e) {  // the deadline included: the client's schema is too costly
     std::string_view what = e.what();
     if (what.rfind("json_schema: ", 0) == 0) what.remove_prefix(13);
     bad_request(param, "{}: {}", param, what);
@@ -46,7 +52,7 @@ struct Content {
 };
 
 // The content constraint, from whichever one field sent it.
-std::optional<Content> content_constraint(const Json& req) {
+std::optional<Content> content_constraint(const Json& req, const ConstraintOptions& opt) {
   const Json& grammar = field(req, "grammar");
   const Json& schema = field(req, "json_schema");
   const Json& rf = field(req, "response_format");
@@ -63,7 +69,8 @@ std::optional<Content> content_constraint(const Json& req) {
     const std::string& t = type.get_ref<const std::string&>();
     if (t == "json_object") {
       const Json& s = field(rf, "schema");  // llama-server's extension
-      set({s.is_null() ? grammar::json_any_gbnf(true) : compile_schema(s, true, "response_format.schema"),
+      set({s.is_null() ? grammar::json_any_gbnf(true)
+                       : compile_schema(s, true, "response_format.schema", opt),
            "response_format"});
     } else if (t == "json_schema") {
       const Json& js = field(rf, "json_schema");
@@ -73,14 +80,15 @@ std::optional<Content> content_constraint(const Json& req) {
       const Json& strict = field(js, "strict");
       if (!strict.is_null() && !strict.is_boolean())
         bad_request("response_format", "'response_format.json_schema.strict' must be a boolean");
-      set({compile_schema(s, strict.is_boolean() && strict.get<bool>(), "response_format.json_schema.schema"),
+      set({compile_schema(s, strict.is_boolean() && strict.get<bool>(), "response_format.json_schema.schema",
+                          opt),
            "response_format"});
     } else if (t != "text") {
       bad_request("response_format",
                   "'response_format.type' must be text, json_object or json_schema (got '{}')", t);
     }
   }
-  if (!schema.is_null()) set({compile_schema(schema, true, "json_schema"), "json_schema"});
+  if (!schema.is_null()) set({compile_schema(schema, true, "json_schema", opt), "json_schema"});
   if (!grammar.is_null()) {
     if (!grammar.is_string() || grammar.get_ref<const std::string&>().empty())
       bad_request("grammar", "'grammar' must be a non-empty GBNF string");
@@ -90,31 +98,39 @@ std::optional<Content> content_constraint(const Json& req) {
 }
 
 std::shared_ptr<const grammar::Grammar> compile(const std::vector<grammar::GbnfSource>& sources,
-                                                const std::string& param, const text::Tokenizer& tok) {
+                                                const std::string& param, const text::Tokenizer& tok,
+                                                const ConstraintOptions& opt) {
   grammar::Grammar g;
   try {
-    g = grammar::parse_gbnf(sources, "root");
-  } catch (const k3::Error& e) { bad_request(param, "{}", e.what()); }
+    grammar::GbnfLimits lim;
+    lim.budget = opt.budget;
+    g = grammar::parse_gbnf(sources, "root", lim);
+  } catch (const grammar::Cancelled&) { throw; } catch (const k3::Error& e) {
+    bad_request(param, "{}", e.what());
+  }
   for (const std::string& name : g.token_names) {
     const int32_t id = tok.find(name);
     if (id < 0 || !(tok.is_control(id) || tok.is_eog(id)))
       bad_request(param, "grammar: the vocabulary has no special token {}", name);
   }
+  if (opt.ledger) return opt.ledger->hold(std::move(g));
   return std::make_shared<const grammar::Grammar>(std::move(g));
 }
 
 }  // namespace
 
-std::shared_ptr<const grammar::Grammar> completion_constraint(const Json& req, const text::Tokenizer& tok) {
-  std::optional<Content> c = content_constraint(req);
+std::shared_ptr<const grammar::Grammar> completion_constraint(const Json& req, const text::Tokenizer& tok,
+                                                              const ConstraintOptions& opt) {
+  std::optional<Content> c = content_constraint(req, opt);
   if (!c) return nullptr;
-  return compile({{c->gbnf, "", c->param}}, c->param, tok);
+  return compile({{c->gbnf, "", c->param}}, c->param, tok, opt);
 }
 
 std::shared_ptr<const grammar::Grammar> chat_constraint(const Json& req, bool thinking,
-                                                        const text::Tokenizer& tok) {
+                                                        const text::Tokenizer& tok,
+                                                        const ConstraintOptions& opt) {
   using Calls = grammar::ChatConstraint::Calls;
-  std::optional<Content> content = content_constraint(req);
+  std::optional<Content> content = content_constraint(req, opt);
   const Json& tools = field(req, "tools");
   const Json& tc = field(req, "tool_choice");
   const bool have_tools = tools.is_array() && !tools.empty();
@@ -155,7 +171,7 @@ std::shared_ptr<const grammar::Grammar> chat_constraint(const Json& req, bool th
       const std::string param = fmt::format("tools[{}].function.parameters", i);
       const Json& params = field(fn, "parameters");
       std::string rules;
-      if (strict && !params.is_null()) rules = compile_schema(params, true, param);
+      if (strict && !params.is_null()) rules = compile_schema(params, true, param, opt);
       else rules = grammar::json_any_gbnf(true);
       const std::string prefix = fmt::format("t{}-", i);
       texts.push_back(std::move(rules));
@@ -175,7 +191,7 @@ std::shared_ptr<const grammar::Grammar> chat_constraint(const Json& req, bool th
   const std::string chat = grammar::chat_output_gbnf(cc);
   std::vector<grammar::GbnfSource> sources{{chat, "", "the chat format"}};
   for (size_t i = 0; i < texts.size(); ++i) sources.push_back({texts[i], parts[i].first, parts[i].second});
-  return compile(sources, content ? content->param : "tools", tok);
+  return compile(sources, content ? content->param : "tools", tok, opt);
 }
 
 }  // namespace k3::server

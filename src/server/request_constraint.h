@@ -8,6 +8,11 @@
 // free (grammar/chat_grammar.h); a completion's grammar is the content constraint itself.
 // Every schema or grammar we cannot honour is a 400 naming the field and the keyword; no
 // constraint asked for gives null (the output is unconstrained, as before).
+// The compile is bounded (ConstraintOptions): past its deadline it is a 400 that says so, a
+// client that goes away stops it (grammar::Cancelled propagates, for the caller to drop the
+// request), and with a ledger the compiled grammar counts against the server's cap (503).
+// Before returning, the grammar's start state is built once, so a grammar too ambiguous to
+// run is a 400 here, before the request takes a slot.
 #pragma once
 
 #include <memory>
@@ -16,16 +21,26 @@
 
 namespace k3::grammar {
 struct Grammar;
-}
+class WorkBudget;
+}  // namespace k3::grammar
 namespace k3::text {
 class Tokenizer;
 }
 
 namespace k3::server {
 
+class GrammarLedger;
+
+struct ConstraintOptions {
+  grammar::WorkBudget* budget = nullptr;  // the compile's deadline and cancellation; null: none
+  GrammarLedger* ledger = nullptr;        // where the compiled grammar is counted; null: nowhere
+};
+
 std::shared_ptr<const grammar::Grammar> chat_constraint(const text::Json& req, bool thinking,
-                                                        const text::Tokenizer& tok);
+                                                        const text::Tokenizer& tok,
+                                                        const ConstraintOptions& opt = {});
 std::shared_ptr<const grammar::Grammar> completion_constraint(const text::Json& req,
-                                                              const text::Tokenizer& tok);
+                                                              const text::Tokenizer& tok,
+                                                              const ConstraintOptions& opt = {});
 
 }  // namespace k3::server

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "grammar/work_budget.h"
 #include "server/api_error.h"
 #include "server/request_constraint.h"
 #include "server/vocab_roles.h"
@@ -17,6 +18,16 @@ namespace k3::server {
 using text::Json;
 
 namespace {
+
+// Compiles a request's constraint under the limits' deadline, cancellation and ledger.
+template <typename Compile>
+std::shared_ptr<const grammar::Grammar> constrain(const RequestLimits& lim, Compile compile) {
+  grammar::WorkBudget budget("compiling the request's grammar", lim.grammar_compile_limit, lim.cancelled);
+  ConstraintOptions o;
+  o.budget = &budget;
+  o.ledger = lim.grammar_ledger;
+  return compile(o);
+}
 
 const Json kNull;
 
@@ -276,7 +287,8 @@ BuiltRequest build_chat_request(const Json& req, const text::Tokenizer& tok, con
   job->parser.tools = field(req, "tools");
   const Json& tc = field(req, "tool_choice");
   job->parser.tool_choice = tc.is_string() ? tc.get<std::string>() : tc.is_object() ? "required" : "auto";
-  job->grammar = chat_constraint(req, job->parser.thinking, tok);
+  job->grammar = constrain(
+      lim, [&](const ConstraintOptions& o) { return chat_constraint(req, job->parser.thinking, tok, o); });
 
   int64_t budget = lim.reasoning_budget;
   for (const char* name : {"reasoning_budget_tokens", "thinking_budget_tokens"})
@@ -335,7 +347,8 @@ BuiltRequest build_completion_request(const Json& req, const text::Tokenizer& to
   }
   if (job->prompt.empty()) bad_request("prompt", "the prompt is empty");
   check_prompt_fits(job->prompt.size(), lim);
-  job->grammar = completion_constraint(req, tok);
+  job->grammar =
+      constrain(lim, [&](const ConstraintOptions& o) { return completion_constraint(req, tok, o); });
   out.job = std::move(job);
   return out;
 }

@@ -9,7 +9,9 @@
 // exceed_context_size_error. Nothing here touches the engine.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -19,6 +21,8 @@
 
 namespace k3::server {
 
+class GrammarLedger;
+
 struct RequestLimits {
   int64_t n_ctx = 4096;  // per slot
   size_t max_messages = 4096;
@@ -27,6 +31,12 @@ struct RequestLimits {
   size_t max_stop_bytes = 1024;
   int64_t reasoning_budget = -1;  // server default (--reasoning-budget)
   std::string reasoning_budget_message;
+  // Compiling a request's grammar or schema (request_constraint.h): its deadline (a 400 past
+  // it), a probe that answers true once the client is gone or the server drains (the compile
+  // stops with grammar::Cancelled), and the server's ledger of held grammars (null: none).
+  std::chrono::milliseconds grammar_compile_limit{2000};
+  std::function<bool()> cancelled;
+  GrammarLedger* grammar_ledger = nullptr;
 };
 
 text::Json parse_body(std::string_view body);

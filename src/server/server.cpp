@@ -19,8 +19,10 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/version.h"
+#include "grammar/work_budget.h"
 #include "model/model.h"
 #include "server/api_error.h"
+#include "server/grammar_ledger.h"
 #include "server/http_connection.h"
 #include "server/origin_policy.h"
 #include "server/responses.h"
@@ -191,11 +193,13 @@ struct Server::Impl {
   std::string failed_why;  // set once, before `failed`
   std::once_flag http_stopped;
   OriginPolicy origins;
+  std::unique_ptr<GrammarLedger> grammars;
   int64_t started = 0;
   std::mutex count_mu;
   std::map<std::pair<std::string, int>, uint64_t> counts;  // (path, status) -> requests
 
   void routes();
+  RequestLimits request_limits() const;
   void run_job(BuiltRequest b, bool chat, const httplib::Request& req, httplib::Response& res);
   void stop_listening() {
     std::call_once(http_stopped, [this] { http.stop(); });
@@ -204,6 +208,22 @@ struct Server::Impl {
   std::string metrics_text();
   Json models_json();
 };
+
+// The limits of the request this thread serves: the server's, plus a compile that stops when
+// its client hangs up or the server drains. The probe runs at most every 20 ms (a poll() on
+// the socket), however often the compile ticks.
+RequestLimits Server::Impl::request_limits() const {
+  RequestLimits lim = opts.limits;
+  lim.grammar_ledger = grammars.get();
+  HttpConnection* conn = t_conn;
+  lim.cancelled = [this, conn, next = Clock::now()]() mutable {
+    const Clock::time_point now = Clock::now();
+    if (now < next) return false;
+    next = now + std::chrono::milliseconds(20);
+    return draining.load() || stopped.load() || (conn && conn->peer_gone());
+  };
+  return lim;
+}
 
 Server::Server(std::shared_ptr<const model::Model> model, std::shared_ptr<const text::Tokenizer> tok,
                ServerOptions opts)
@@ -217,6 +237,7 @@ Server::Server(std::shared_ptr<const model::Model> model, std::shared_ptr<const 
   s.opts.limits.n_ctx = s.sched->n_ctx();
   s.started = static_cast<int64_t>(std::time(nullptr));
   s.origins = OriginPolicy::make(s.opts.host, s.opts.allowed_hosts, s.opts.cors_origins);
+  s.grammars = std::make_unique<GrammarLedger>(s.opts.max_grammar_bytes);
   s.routes();
 }
 
@@ -605,6 +626,8 @@ void Server::Impl::routes() {
         fn(req, res, reader);
       } catch (const ApiError& e) {
         send_error(res, e.status(), e.type(), e.what(), e.param());
+      } catch (const grammar::Cancelled& e) {  // the client left, or the server drains
+        send_error(res, 503, "unavailable_error", e.what());
       } catch (const k3::Error& e) {
         send_error(res, 400, "invalid_request_error", e.what());
       } catch (const nlohmann::json::exception& e) {
@@ -648,10 +671,10 @@ void Server::Impl::routes() {
     return httplib::Server::HandlerWithContentReader(inner);
   };
   auto chat = with_body([this](const httplib::Request& req, httplib::Response& res, const Json& body) {
-    run_job(build_chat_request(body, *tok, opts.limits), true, req, res);
+    run_job(build_chat_request(body, *tok, request_limits()), true, req, res);
   });
   auto completion = with_body([this](const httplib::Request& req, httplib::Response& res, const Json& body) {
-    run_job(build_completion_request(body, *tok, opts.limits), false, req, res);
+    run_job(build_completion_request(body, *tok, request_limits()), false, req, res);
   });
   h.Post("/v1/chat/completions", chat);
   h.Post("/chat/completions", chat);
