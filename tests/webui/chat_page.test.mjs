@@ -1,6 +1,7 @@
 // The chat page of `k3 serve` in a real browser (run.sh starts the server with scripted
 // answers, taken in turn: 0 reasoning + markdown, 1 a long answer, 2 a tool call, 3 an XSS
-// payload). The tests run in order and share one page, as a user would.
+// payload, 4 elements named like the page's controls, 5 and 6 short answers, 7 media from
+// another host, 8 a long answer). The tests run in order and share one page, as a user would.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -10,13 +11,36 @@ import { chromium } from 'playwright-core';
 const base = process.env.K3_BASE;
 const key = process.env.K3_KEY;
 const shots = process.env.K3_SCREENSHOTS || '';
-assert.ok(base && key, 'K3_BASE and K3_KEY must be set (run.sh sets them)');
+const answerCount = Number(process.env.K3_ANSWERS);
+assert.ok(base && key && answerCount > 0, 'K3_BASE, K3_KEY and K3_ANSWERS must be set (run.sh sets them)');
 
 let browser;
 let page;
 const dialogs = [];
 const pageErrors = [];
 const requests = [];  // bodies of the chat requests the page sent
+const requestAuth = [];  // their Authorization headers (undefined: none)
+
+// The server gives its i-th generation answer i mod answerCount. A test that wants a given
+// answer first moves the count there with throwaway one-token requests, so a test that fails
+// half-way does not hand the wrong answers to the tests after it.
+let answersUsed = 0;
+function countAnswers(context) {
+  context.on('response', (r) => {
+    if (r.url().endsWith('/v1/chat/completions') && r.status() === 200) ++answersUsed;
+  });
+}
+async function nextAnswerIs(index) {
+  while (answersUsed % answerCount !== index) {
+    const res = await fetch(`${base}/v1/chat/completions`, {
+      method: 'POST', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'skip' }], max_tokens: 1 }),
+    });
+    await res.text();
+    assert.equal(res.status, 200);
+    ++answersUsed;
+  }
+}
 
 async function screenshot(name) {
   if (!shots) return;
@@ -38,10 +62,15 @@ async function waitIdle() {
 before(async () => {
   browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', args: ['--no-sandbox'] });
   const context = await browser.newContext({ viewport: { width: 1100, height: 720 } });
+  countAnswers(context);
   page = await context.newPage();
   page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss(); });
   page.on('pageerror', (e) => pageErrors.push(String(e)));
-  page.on('request', (r) => { if (r.url().endsWith('/v1/chat/completions')) requests.push(JSON.parse(r.postData())); });
+  page.on('request', (r) => {
+    if (!r.url().endsWith('/v1/chat/completions')) return;
+    requests.push(JSON.parse(r.postData()));
+    requestAuth.push(r.headers().authorization);
+  });
 });
 
 after(async () => {
@@ -176,6 +205,141 @@ test('markup in model output is rendered inert', async () => {
   assert.deepEqual(dialogs, []);
   assert.equal(await page.locator('#conv-list li').count(), 2);
   await screenshot('webui-xss-inert.png');
+});
+
+// The page's own controls, by where they are (an answer's elements are inside #messages).
+const real = {
+  input: '#composer > textarea#input',
+  send: '#composer > button#send',
+  stop: '#composer > button#stop',
+  keyInput: 'dialog#key-dialog > input#key-input',
+  keyOk: 'dialog#key-dialog > button#key-ok',
+};
+
+const lastAssistantText = () => page.evaluate(() =>
+  [...document.querySelectorAll('#messages .msg.assistant .body')].pop()?.textContent ?? '');
+
+test('an answer cannot take over the page\'s controls (DOM clobbering)', async () => {
+  await nextAnswerIs(4);
+  await page.click('#new-chat');
+  await sendMessage('Clobber the page');
+  await page.waitForFunction(() =>
+    [...document.querySelectorAll('#messages .msg.assistant .body')].pop()?.textContent.includes('end of clobber'));
+  await page.waitForSelector(`${real.send}:not([hidden])`, { timeout: 5000 });
+  assert.equal(await page.isHidden(real.stop), true, 'Stop is hidden once the answer is done');
+  // The answer's elements are there, but nothing in it has an id or a name.
+  const named = await page.evaluate(() => document.querySelectorAll('#messages [id], #messages [name]').length);
+  assert.equal(named, 0);
+  assert.equal(await page.evaluate(() => document.getElementById('input')?.tagName), 'TEXTAREA');
+
+  // What the user types is what is sent.
+  const typed = 'what the user really typed';
+  let before = requests.length;
+  await page.fill(real.input, typed);
+  await page.press(real.input, 'Enter');
+  await page.waitForSelector(`${real.stop}:not([hidden])`, { timeout: 5000 });
+  await page.waitForSelector(`${real.send}:not([hidden])`, { timeout: 20000 });
+  assert.equal(requests[before].messages.at(-1).content, typed);
+  assert.match(await lastAssistantText(), /Noted\./);
+  assert.equal(await page.inputValue(real.input), '', 'the composer was cleared');
+
+  // The key dialog still reads its own field and button.
+  await page.click('#settings-toggle');
+  await page.click('#forget-key');
+  await page.click('#settings-toggle');
+  before = requests.length;
+  await page.fill(real.input, 'after forgetting the key');
+  await page.press(real.input, 'Enter');
+  await page.waitForSelector('dialog#key-dialog[open]', { timeout: 5000 });
+  await page.fill(real.keyInput, key);
+  await page.click(real.keyOk);
+  await page.waitForSelector(`${real.send}:not([hidden])`, { timeout: 20000 });
+  assert.equal(await page.locator('dialog#key-dialog[open]').count(), 0, 'the key was accepted');
+  assert.deepEqual(requestAuth.slice(before), [undefined, `Bearer ${key}`]);
+  assert.equal(requests.at(-1).messages.at(-1).content, 'after forgetting the key');
+  assert.match(await lastAssistantText(), /Key accepted\./);
+});
+
+test('an answer with media elements makes the browser fetch nothing from another host', async () => {
+  // A page of its own with the CSP switched off: the sanitiser alone must keep every load
+  // away (with the CSP on, a load it blocks is never seen as a request). Every request
+  // that is not to the server is counted and aborted, so nothing leaves the machine.
+  await nextAnswerIs(7);
+  const context = await browser.newContext({ bypassCSP: true, viewport: { width: 1100, height: 720 } });
+  countAnswers(context);
+  try {
+    await context.addInitScript((k) => {
+      localStorage.setItem('k3chat.apiKey', JSON.stringify(k));
+      localStorage.setItem('k3chat.settings', JSON.stringify({ max_tokens: 3000 }));  // the answer is long
+    }, key);
+    const elsewhere = [];
+    await context.route('**/*', (route) => {
+      if (new URL(route.request().url()).origin === base) return route.continue();
+      elsewhere.push(route.request().url());
+      return route.abort();
+    });
+    const media = await context.newPage();
+    const errors = [];
+    media.on('pageerror', (e) => errors.push(String(e)));
+    await media.goto(`${base}/`);
+    await media.waitForFunction(() => document.getElementById('prop-slots').textContent === '1');
+    await media.fill('#input', 'Show me media');
+    await media.press('#input', 'Enter');
+    await media.waitForFunction(() => document.querySelector('#messages .msg.assistant .body')?.textContent.includes('end of media'));
+    await media.waitForSelector('#send:not([hidden])', { timeout: 20000 });
+    // More re-renders of the same answer: another conversation and back, then a reload.
+    await media.click('#new-chat');
+    await media.click('#conv-list .conv-open');
+    await media.reload();
+    await media.waitForFunction(() => document.querySelector('#messages .msg.assistant .body')?.textContent.includes('end of media'));
+    await media.waitForTimeout(1000);  // time for any load a rendered element would start
+    const left = await media.evaluate(() => {
+      const box = document.getElementById('messages');
+      const tags = [...box.querySelectorAll('img, picture, video, audio, source, track, embed, object, iframe, frame, link, svg, input, form, button, table[background], [style]')]
+        .map((e) => e.tagName);
+      const attrs = [];
+      for (const e of box.querySelectorAll('*'))
+        for (const a of e.attributes) if (['src', 'srcset', 'poster', 'background', 'data', 'formaction', 'action', 'style'].includes(a.name)) attrs.push(`${e.tagName}[${a.name}]`);
+      return { tags, attrs };
+    });
+    assert.equal(elsewhere.length, 0, `${elsewhere.length} requests to another host: ${[...new Set(elsewhere)].join(' ')}`);
+    assert.deepEqual(left, { tags: [], attrs: [] });
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+  }
+});
+
+test('a reload in the middle of an answer keeps every chunk that had arrived', async () => {
+  // The page reloads as soon as it has shown the answer grow twice: the second piece came
+  // after any save that the first could have triggered, and well within the second that a
+  // save made at most once a second would leave unsaved.
+  await nextAnswerIs(8);
+  await page.click('#new-chat');
+  await sendMessage('Another long story');
+  let shown = '';
+  for (let grown = 0, last = 0, t0 = Date.now(); grown < 2; await page.waitForTimeout(5)) {
+    assert.ok(Date.now() - t0 < 20000, 'the answer streams');
+    shown = (await lastAssistantText()).trim();
+    if (/word\d/.test(shown) && shown.length > last) {
+      ++grown;
+      last = shown.length;
+    }
+  }
+  await page.reload();
+  await page.waitForFunction(() => document.getElementById('prop-slots').textContent === '1');
+  const stored = await page.evaluate(() => JSON.parse(localStorage.getItem('k3chat.conversations')));
+  const conv = stored.find((c) => c.title === 'Another long story');
+  assert.ok(conv, 'the conversation was saved');
+  const answer = conv.messages.at(-1);
+  assert.equal(answer.role, 'assistant');
+  assert.ok(shown.length > 0);
+  assert.ok(answer.content.startsWith(shown),
+    `all that was shown is kept: shown ${shown.length} chars (…${JSON.stringify(shown.slice(-30))}), stored ${answer.content.length}`);
+  assert.equal(answer.reasoning_content, 'Thinking long.');
+  assert.equal(answer.failed, undefined, 'a reload is not a failure');
+  assert.equal(await lastAssistant().locator('.note').textContent(), 'interrupted');
+  assert.equal((await lastAssistantText()).trim(), answer.content.trim(), 'the page shows what was kept');
 });
 
 test('the page raised no script errors', () => {

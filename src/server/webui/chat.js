@@ -3,8 +3,11 @@
 // requests. Each answer streams from /v1/chat/completions (server-sent events) and is
 // rendered as it arrives: reasoning as plain text in a collapsible block, the answer as
 // markdown through marked and then DOMPurify, tool calls as text. Model output never
-// reaches the page except through DOMPurify or textContent, and the page's
-// Content-Security-Policy refuses inline script besides.
+// reaches the page except through DOMPurify (an allowlist: no element or attribute that
+// loads anything, no id or name) or textContent, and the page's Content-Security-Policy
+// refuses inline script and foreign loads besides. The page's own elements are held from
+// start-up (ui), never looked up again, so rendered content cannot stand in for them.
+// A streaming answer is saved at most once a second, and at once when the page goes away.
 'use strict';
 
 const KEY_PREFIX = 'k3chat.';
@@ -36,10 +39,45 @@ const state = {
   running: null,  // {controller, conv, msg} while an answer streams
 };
 
-const el = (id) => document.getElementById(id);
+// Every element the page uses, looked up once, now: the script is deferred, so the document
+// is parsed and no model output is in it yet. A lookup made later (getElementById, a named
+// property of document or window) could be answered by an element inside a rendered answer
+// that carries the same id or name — `<data id="input" value="…">` comes before the real
+// textarea in document order (DOM clobbering, issue 41 row 7). References held from here on
+// cannot be redirected, and the sanitiser drops id and name besides (SANITIZE below).
+function byId(id) {
+  const found = document.getElementById(id);
+  if (!found) throw new Error(`chat page: index.html has no #${id}`);
+  return found;
+}
+const ui = Object.freeze({
+  error: byId('error'),
+  keyDialog: byId('key-dialog'),
+  keyError: byId('key-error'),
+  keyInput: byId('key-input'),
+  keyOk: byId('key-ok'),
+  propModel: byId('prop-model'),
+  propCtx: byId('prop-ctx'),
+  propSlots: byId('prop-slots'),
+  convList: byId('conv-list'),
+  convTitle: byId('conv-title'),
+  messages: byId('messages'),
+  speed: byId('speed'),
+  input: byId('input'),
+  send: byId('send'),
+  stop: byId('stop'),
+  newChat: byId('new-chat'),
+  settings: byId('settings'),
+  settingsToggle: byId('settings-toggle'),
+  forgetKey: byId('forget-key'),
+  settingInputs: Object.freeze(Object.fromEntries(Object.keys(DEFAULTS).map((name) => [name, byId(`set-${name}`)]))),
+});
+// The two libraries, taken from window now for the same reason (index.html runs them first).
+const markdownLib = window.marked;
+const purifier = window.DOMPurify;
 
 function showError(text) {
-  const box = el('error');
+  const box = ui.error;
   box.textContent = text;
   box.hidden = !text;
 }
@@ -51,20 +89,20 @@ function authHeaders() {
 // Resolves once the user has entered a key (the server answered 401).
 function askKey(refused) {
   return new Promise((resolve) => {
-    const dialog = el('key-dialog');
-    el('key-error').hidden = !refused;
-    el('key-input').value = '';
+    const dialog = ui.keyDialog;
+    ui.keyError.hidden = !refused;
+    ui.keyInput.value = '';
     const ok = () => {
-      const key = el('key-input').value.trim();
+      const key = ui.keyInput.value.trim();
       if (!key) return;
       state.apiKey = key;
       saved.set('apiKey', key);
       dialog.close();
-      el('key-ok').removeEventListener('click', ok);
+      ui.keyOk.removeEventListener('click', ok);
       resolve();
     };
-    el('key-ok').addEventListener('click', ok);
-    el('key-input').onkeydown = (e) => { if (e.key === 'Enter') ok(); };
+    ui.keyOk.addEventListener('click', ok);
+    ui.keyInput.onkeydown = (e) => { if (e.key === 'Enter') ok(); };
     if (!dialog.open) dialog.showModal();
   });
 }
@@ -92,9 +130,9 @@ async function loadProps() {
     const res = await api('/props');
     if (!res.ok) throw new Error(await errorText(res));
     const p = await res.json();
-    el('prop-model').textContent = p.model_alias || '?';
-    el('prop-ctx').textContent = `${p.default_generation_settings?.n_ctx ?? '?'} tokens`;
-    el('prop-slots').textContent = String(p.total_slots ?? '?');
+    ui.propModel.textContent = p.model_alias || '?';
+    ui.propCtx.textContent = `${p.default_generation_settings?.n_ctx ?? '?'} tokens`;
+    ui.propSlots.textContent = String(p.total_slots ?? '?');
   } catch (e) {
     showError(`cannot read the server's properties: ${e.message}`);
   }
@@ -109,6 +147,13 @@ function currentConv() {
 function saveConvs() {
   saved.set('conversations', state.convs);
   saved.set('current', state.currentId);
+}
+
+// Set from pagehide until pageshow: the page is going away (or into the back/forward cache).
+let pageLeaving = false;
+
+function saveIfStreaming() {
+  if (state.running) saveConvs();
 }
 
 function newConv() {
@@ -135,7 +180,7 @@ function deleteConv(id) {
 }
 
 function renderConvList() {
-  const list = el('conv-list');
+  const list = ui.convList;
   list.replaceChildren();
   for (const c of state.convs) {
     const li = document.createElement('li');
@@ -153,21 +198,47 @@ function renderConvList() {
     li.append(open, del);
     list.append(li);
   }
-  el('conv-title').textContent = currentConv()?.title ?? 'k3 chat';
+  ui.convTitle.textContent = currentConv()?.title ?? 'k3 chat';
 }
 
 // ---- rendering -----------------------------------------------------------------------
 
-// Markdown → HTML → DOMPurify. Forms, styles and images are dropped on top of DOMPurify's
-// defaults (an image in model output would be a request to wherever the model says).
+// What an answer's HTML may keep: what markdown makes (text formatting, links, lists,
+// tables, code) and nothing that loads a resource or names an element. An allowlist, so a
+// tag or attribute DOMPurify allows by default later is not let in unseen.
+// - No element that loads media or a document, listed again in FORBID_TAGS so that the
+//   rule outlives a change to the allowlist: each would be a request to wherever the model
+//   says, on every re-render (the CSP blocks it too, but only as a second layer).
+// - No attribute that names a URL to load (src, srcset, poster, background, data, …): links
+//   keep href, which loads nothing until clicked, and open in a new tab (hook in init()).
+// - No id or name (DOM clobbering, see ui above). Dropped rather than prefixed with
+//   SANITIZE_NAMED_PROPS: the page links to nothing inside an answer (marked's headerIds are
+//   off), so a kept, renamed id would serve nothing and could still collide with a future
+//   page id that happened to start with the prefix.
+// - class only as marked writes it on code blocks (language-*), so an answer cannot dress
+//   itself in the page's own classes (a fake user message or error note).
+const SANITIZE = Object.freeze({
+  ALLOWED_TAGS: ['a', 'abbr', 'b', 'blockquote', 'br', 'code', 'dd', 'del', 'details', 'div', 'dl', 'dt', 'em',
+                 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'hr', 'i', 'ins', 'kbd', 'li', 'mark', 'ol', 'p', 'pre', 'q',
+                 's', 'samp', 'small', 'span', 'strong', 'sub', 'summary', 'sup', 'table', 'tbody', 'td', 'tfoot',
+                 'th', 'thead', 'tr', 'u', 'ul', 'var'],
+  ALLOWED_ATTR: ['href', 'title', 'class', 'align', 'start', 'colspan', 'rowspan', 'open', 'lang', 'dir'],
+  ALLOW_DATA_ATTR: false,
+  ALLOW_ARIA_ATTR: false,
+  FORBID_TAGS: ['img', 'image', 'picture', 'video', 'audio', 'source', 'track', 'embed', 'object', 'applet', 'iframe',
+                'frame', 'frameset', 'portal', 'link', 'meta', 'base', 'style', 'svg', 'math', 'form', 'input',
+                'button', 'textarea', 'select'],
+  FORBID_ATTR: ['id', 'name', 'style', 'src', 'srcset', 'poster', 'background', 'data', 'codebase', 'lowsrc',
+                'dynsrc', 'formaction', 'action', 'xlink:href', 'ping', 'imagesrcset', 'manifest'],
+  RETURN_DOM_FRAGMENT: true,
+});
+
+// Markdown → HTML → DOMPurify, as a fragment (no second parse of the sanitised HTML).
 // null when the libraries fail: the caller then shows plain text, never unsanitised HTML.
 function markdown(text) {
   try {
-    const html = window.marked.parse(text, { gfm: true, breaks: true, mangle: false, headerIds: false });
-    return window.DOMPurify.sanitize(html, {
-      FORBID_TAGS: ['style', 'img', 'form', 'input', 'button', 'textarea', 'select', 'iframe', 'svg', 'math'],
-      FORBID_ATTR: ['style'],
-    });
+    const html = markdownLib.parse(text, { gfm: true, breaks: true, mangle: false, headerIds: false });
+    return purifier.sanitize(html, SANITIZE);
   } catch (e) {
     console.warn('markdown rendering failed, showing plain text:', e);
     return null;
@@ -195,8 +266,8 @@ function renderMessage(msg) {
   }
   const body = document.createElement('div');
   body.className = 'body';
-  const html = msg.role === 'assistant' ? markdown(msg.content || '') : null;
-  if (html !== null) body.innerHTML = html;
+  const rendered = msg.role === 'assistant' ? markdown(msg.content || '') : null;
+  if (rendered !== null) body.append(rendered);
   else body.textContent = msg.content;
   box.append(body);
   for (const call of msg.tool_calls || []) {
@@ -222,7 +293,7 @@ function renderMessage(msg) {
 }
 
 function renderMessages() {
-  const list = el('messages');
+  const list = ui.messages;
   const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
   list.replaceChildren(...(currentConv()?.messages ?? []).map(renderMessage));
   if (atBottom) list.scrollTop = list.scrollHeight;
@@ -232,8 +303,8 @@ function renderAll() {
   renderConvList();
   renderMessages();
   const running = Boolean(state.running);
-  el('send').hidden = running;
-  el('stop').hidden = !running;
+  ui.send.hidden = running;
+  ui.stop.hidden = !running;
 }
 
 let renderQueued = false;
@@ -298,10 +369,10 @@ function applyDelta(msg, delta) {
 function showSpeed(n, t0, final) {
   const s = (performance.now() - t0) / 1000;
   if (final) {
-    el('speed').textContent = `${final.predicted_n} tokens · ${final.predicted_per_second.toFixed(1)} tok/s` +
+    ui.speed.textContent = `${final.predicted_n} tokens · ${final.predicted_per_second.toFixed(1)} tok/s` +
       ` · prompt ${final.prompt_per_second.toFixed(0)} tok/s`;
   } else if (s > 0) {
-    el('speed').textContent = `${n} tokens · ${(n / s).toFixed(1)} tok/s`;
+    ui.speed.textContent = `${n} tokens · ${(n / s).toFixed(1)} tok/s`;
   }
 }
 
@@ -355,7 +426,11 @@ async function streamAnswer(conv, msg) {
     }
     if (msg.finish_reason === 'length') msg.note = 'stopped at the token limit (Max tokens)';
   } catch (e) {
-    if (e.name === 'AbortError') {
+    if (pageLeaving) {
+      // The page is unloading and took the stream with it (Chromium ends the read with a
+      // network error): the answer was interrupted, not failed.
+      msg.note = 'interrupted';
+    } else if (e.name === 'AbortError') {
       msg.note = 'stopped';
     } else {
       msg.note = `failed: ${e.message}`;
@@ -372,7 +447,7 @@ async function streamAnswer(conv, msg) {
 
 function send() {
   if (state.running) return;
-  const input = el('input');
+  const input = ui.input;
   const text = input.value.trim();
   if (!text) return;
   try {
@@ -402,7 +477,7 @@ function stop() {
 
 function bindSettings() {
   for (const name of Object.keys(DEFAULTS)) {
-    const input = el(`set-${name}`);
+    const input = ui.settingInputs[name];
     input.value = state.settings[name];
     input.addEventListener('change', () => {
       state.settings[name] = input.value;
@@ -417,41 +492,57 @@ function bindSettings() {
       }
     });
   }
-  el('settings-toggle').addEventListener('click', () => {
-    const panel = el('settings');
+  ui.settingsToggle.addEventListener('click', () => {
+    const panel = ui.settings;
     panel.hidden = !panel.hidden;
-    el('settings-toggle').setAttribute('aria-expanded', String(!panel.hidden));
+    ui.settingsToggle.setAttribute('aria-expanded', String(!panel.hidden));
   });
-  el('forget-key').addEventListener('click', () => {
+  ui.forgetKey.addEventListener('click', () => {
     state.apiKey = '';
     localStorage.removeItem(`${KEY_PREFIX}apiKey`);
   });
 }
 
 function init() {
-  if (!window.marked || !window.DOMPurify) {
+  if (!markdownLib || !purifier) {
     showError('the page could not load its markdown libraries');
     return;
   }
   // Links in model output open in a new tab, with no referrer and no handle on this page.
-  window.DOMPurify.addHook('afterSanitizeAttributes', (node) => {
+  purifier.addHook('afterSanitizeAttributes', (node) => {
     if (node.tagName === 'A') {
       node.setAttribute('target', '_blank');
       node.setAttribute('rel', 'noopener noreferrer');
     }
   });
+  purifier.addHook('uponSanitizeAttribute', (node, data) => {
+    if (data.attrName === 'class' && !/^language-[\w.+#-]+$/.test(data.attrValue)) data.keepAttr = false;
+  });
+  // An answer saves at most once a second while it streams (each save rewrites every
+  // conversation); a page that goes away (reload, close, another tab on a phone) saves at
+  // once, so all that had arrived is kept. pagehide fires on every unload; visibilitychange
+  // covers mobile browsers that discard a hidden page without one. Not beforeunload: a
+  // handler there keeps the page out of the back/forward cache and adds nothing.
+  window.addEventListener('pagehide', () => {
+    pageLeaving = true;
+    saveIfStreaming();
+  });
+  window.addEventListener('pageshow', () => { pageLeaving = false; });
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState === 'hidden') saveIfStreaming();
+  });
   // A conversation left mid-answer by a reload: its answer is what arrived.
   for (const c of state.convs) for (const m of c.messages) if (m.streaming) { delete m.streaming; m.note = 'interrupted'; }
   bindSettings();
-  el('send').addEventListener('click', send);
-  el('stop').addEventListener('click', stop);
-  el('new-chat').addEventListener('click', () => {
+  ui.send.addEventListener('click', send);
+  ui.stop.addEventListener('click', stop);
+  ui.newChat.addEventListener('click', () => {
     if (state.running) return;
     state.currentId = null;
     renderAll();
-    el('input').focus();
+    ui.input.focus();
   });
-  el('input').addEventListener('keydown', (e) => {
+  ui.input.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
       e.preventDefault();
       send();
@@ -461,7 +552,7 @@ function init() {
   });
   renderAll();
   loadProps();
-  el('input').focus();
+  ui.input.focus();
 }
 
 document.addEventListener('DOMContentLoaded', init);
