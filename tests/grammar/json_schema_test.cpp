@@ -424,6 +424,25 @@ TEST(GrammarSchemaHostile, AnyOfConstsAndLongConstsStaySmall) {
   EXPECT_TRUE(matches(g2, fmt::format(R"({{"p7":"{}"}})", long_value)));
 }
 
+// The same branch many times (one $ref repeated, a repeated type) is one alternative: the old
+// compiler wrote it 5000 times, 5000 parses of the same text, refused at the first token.
+// Past 1024 distinct alternatives an anyOf is refused at compile time (a 400), not at decode.
+TEST(GrammarSchemaHostile, RepeatedAlternativesAreOneParse) {
+  std::string refs;
+  for (int i = 0; i < 5000; ++i) refs += fmt::format(R"({}{{"$ref":"#/$defs/a"}})", i ? "," : "");
+  EXPECT_TRUE(
+      ok(R"({"$defs":{"a":{"type":"array","items":{"type":"integer"}}},"anyOf":[)" + refs + "]}", "[1,2]"));
+  std::string types;
+  for (int i = 0; i < 5000; ++i) types += i ? R"(,"string")" : R"("string")";
+  EXPECT_TRUE(ok(R"({"type":[)" + types + R"(,"null"]})", R"("x")"));
+  std::string distinct;
+  for (int i = 0; i < 1025; ++i)
+    distinct += fmt::format(R"({}{{"type":"string","minLength":{},"maxLength":{}}})", i ? "," : "", i / 2,
+                            999 - i % 2);
+  EXPECT_NE(error_of(R"({"anyOf":[)" + distinct + "]}").find("more than 1024 distinct alternatives"),
+            std::string::npos);
+}
+
 // A $ref cycle that consumes nothing would be a left-recursive grammar: the compiler says so.
 TEST(GrammarSchemaHostile, RefCycleWithoutContentIsAnError) {
   for (const char* s :
@@ -472,6 +491,24 @@ TEST(GrammarSchemaHostile, NoQuadraticPaths) {
   }
   EXPECT_LT(seconds_for(fmt::format(R"({{"$defs":{{{}}},"type":"array","prefixItems":[{}]}})", defs, refs)),
             1.0);
+}
+
+// Long keys on the way down: the old compiler built each node's JSON-pointer path as a
+// string, so 20,000 properties under 40 levels of 25 KB keys copied 20 GB.
+TEST(GrammarSchemaHostile, LongKeysOnThePathCostNothing) {
+  std::string leaf = R"({"type":"object","properties":{)";
+  for (int i = 0; i < 20000; ++i) leaf += fmt::format(R"({}"p{}":{{"type":"null"}})", i ? "," : "", i);
+  leaf += "}}";
+  std::string s = leaf;
+  for (int level = 0; level < 40; ++level)
+    s = fmt::format(R"({{"type":"object","properties":{{"{}{}":{}}}}})", level, std::string(25000, 'k'), s);
+  const Json schema = text::parse_json_exact(s);
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    json_schema_to_gbnf(schema);
+  } catch (const k3::Error&) {
+  }  // (the keys are written in the grammar too: over 1 MiB; the point is the time)
+  EXPECT_LT(seconds_since(t0), 1.0);
 }
 
 bool valid_utf8(std::string_view s) {
