@@ -27,10 +27,11 @@
 //   - identical alternatives (two spellings of one $ref, a repeated type) are written once.
 // Cost (a hostile schema is refused before it costs much): every schema node is compiled at
 // most once, memoised on the node itself (its address in `schema`), however many $ref
-// spellings or paths reach it; the work is linear in the schema's size and the grammar's,
-// and every byte of grammar is counted as it is written, so the size limit refuses a schema
-// before the work it names. opt.budget, when set, is ticked throughout: it stops the compile
-// at its deadline or when it is cancelled (BudgetExceeded / Cancelled, both k3::Error).
+// spellings or paths reach it; the work grows with the schema's size and the grammar's
+// (linearly, up to a log factor: never a product of two sizes), and every byte of grammar is
+// counted as it is written, so the size limit refuses a schema before the work it names.
+// opt.budget, when set, is ticked throughout: it stops the compile at its deadline or when it
+// is cancelled (BudgetExceeded / Cancelled, both k3::Error).
 // Errors: every problem a schema can cause is a k3::Error naming it and its place (a JSON
 // pointer, cut to 200 bytes); no other exception escapes except std::bad_alloc.
 // Limits: schema nesting <= 64, grammar text <= 1 MiB (const/enum texts included),
