@@ -4,6 +4,7 @@
 // tests/e2e/structured_random.test.mjs).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <random>
 #include <regex>
@@ -11,6 +12,7 @@
 
 #include "core/error.h"
 #include "grammar/json_schema.h"
+#include "grammar/work_budget.h"
 #include "grammar/grammar_test_util.h"
 #include "runtime/sampler.h"
 
@@ -307,6 +309,258 @@ TEST(GrammarSchema, CorpusSampledWithRandomLogitsEndsInJson) {
     }
   }
   EXPECT_GE(done, runs * 95 / 100) << "most random runs must finish within 6000 tokens";
+}
+
+// ---- hostile schemas (issue 41): bounded compile, no std:: exception, no ambiguity blow-up ----
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// A JSON object with n keys k0..k(n-1), values 0..n-1, written compactly.
+std::string object_of(int n) {
+  std::string o = "{";
+  for (int i = 0; i < n; ++i) o += fmt::format(R"({}"k{}":{})", i ? "," : "", i, i);
+  return o + "}";
+}
+
+// Row 5b: 3^10 spellings of one node ("0", "00" and "000" for each of ten array indices)
+// aimed at a const of 1000 keys. The old compiler memoised on the spelling, so it compiled
+// the target 59,049 times (590 MB of grammar) before the size check refused it.
+TEST(GrammarSchemaHostile, RefSpellingsOfOneNodeCompileItOnce) {
+  std::string target = R"({"const":)" + object_of(1000) + "}";
+  for (int i = 0; i < 10; ++i) target = "[" + target + "]";
+  std::string refs;
+  std::vector<int> digit(10, 0);
+  for (int n = 0; n < 59049; ++n) {
+    std::string ptr = "#/$defs/t";
+    for (int k = 0, m = n; k < 10; ++k, m /= 3) ptr += "/" + std::string(static_cast<size_t>(m % 3 + 1), '0');
+    refs += fmt::format(R"({}{{"$ref":"{}"}})", n ? "," : "", ptr);
+  }
+  const std::string schema = R"({"$defs":{"t":)" + target + R"(},"anyOf":[)" + refs + "]}";
+  ASSERT_GT(schema.size(), 2'500'000u);
+  const Json parsed = text::parse_json_exact(schema);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string g;
+  ASSERT_NO_THROW(g = json_schema_to_gbnf(parsed));
+  const double s = seconds_since(t0);
+  EXPECT_LT(s, 1.0) << "the old compiler took 7.8 s (31 s on a loaded 2-core VM)";
+  EXPECT_LT(g.size(), 64u << 10) << "one rule for the node, one alternative for its 59,049 spellings";
+  EXPECT_TRUE(matches(g, object_of(1000)));
+  EXPECT_FALSE(matches(g, object_of(999)));
+}
+
+// Row 9: an array index too large for any integer type is the schema's mistake.
+TEST(GrammarSchemaHostile, PointerIndexOverflowIsAnErrorNamingThePointer) {
+  for (const char* ptr : {"#/prefixItems/99999999999999999999", "#/prefixItems/18446744073709551616",
+                          "#/prefixItems/18446744073709551615", "#/prefixItems/1"}) {
+    const std::string schema =
+        fmt::format(R"({{"type":"array","prefixItems":[{{"type":"null"}}],"items":{{"$ref":"{}"}}}})", ptr);
+    std::string e;
+    try {
+      compile(schema);
+    } catch (const k3::Error& err) { e = err.what(); }  // any other exception escapes and fails the test
+    EXPECT_NE(e.find("points at nothing"), std::string::npos) << ptr << " → " << e;
+    EXPECT_NE(e.find(ptr), std::string::npos) << e;
+  }
+  EXPECT_TRUE(ok(R"({"type":"array","prefixItems":[{"type":"null"}],"items":{"$ref":"#/prefixItems/0"}})",
+                 "[null,null]"));
+}
+
+// Row 9: a 10,000-value enum is a trie: one parse alive, not 10,000 ("more than 4096 parses
+// alive" at the first token before), and a grammar about as large as its values.
+TEST(GrammarSchemaHostile, LargeEnumIsATrie) {
+  std::vector<std::string> values;
+  std::string schema = R"({"enum":[)";
+  size_t value_bytes = 0;
+  for (int i = 0; i < 10000; ++i) {
+    std::string v = fmt::format(R"("item-{:05d}-{}")", i * 7 % 10000, i % 3 ? "é" : "è");
+    values.push_back(v);
+    value_bytes += v.size();
+    schema += (i ? "," : "") + v;
+  }
+  schema += R"(,12,123,-1.5,null,true,{"a":[1,"x"]},[],"item-0")";  // prefixes of each other, and a repeat
+  schema += "]}";
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string g = compile(schema);
+  EXPECT_LT(seconds_since(t0), 1.0);
+  EXPECT_LT(g.size(), 3 * value_bytes) << "the grammar grows with the values' bytes";
+  auto grammar = std::make_shared<const Grammar>(parse_gbnf(g));
+  auto vocab = test::byte_vocab();
+  for (size_t i = 0; i < values.size(); i += 97) {
+    GrammarMatcher m(grammar, vocab);
+    ASSERT_TRUE(test::feed_bytes(m, values[i]) && m.can_end()) << values[i];
+  }
+  for (const char* v : {"12", "123", "-1.5", "null", "true", R"({"a":[1,"x"]})", "[]", R"("item-0")"}) {
+    GrammarMatcher m(grammar, vocab);
+    EXPECT_TRUE(test::feed_bytes(m, v) && m.can_end()) << v;
+  }
+  for (const char* v : {"1", "1234", R"("item-00000-é)", R"("item-10000-é")", R"("item-00000-é")", "nul",
+                        R"({"a":[1]})", R"("item-)"}) {
+    GrammarMatcher m(grammar, vocab);
+    EXPECT_FALSE(test::feed_bytes(m, v) && m.can_end()) << v;
+  }
+}
+
+// The same for anyOf over const branches (the usual way to give each value a title), and a
+// long const referenced from many places is one rule, not a copy per use.
+TEST(GrammarSchemaHostile, AnyOfConstsAndLongConstsStaySmall) {
+  std::string branches;
+  for (int i = 0; i < 5000; ++i)
+    branches += fmt::format(R"({}{{"const":"v{}","title":"t{}"}})", i ? "," : "", i, i);
+  const std::string g = compile(R"({"anyOf":[)" + branches + R"(,{"type":"integer"}]})");
+  EXPECT_TRUE(matches(g, R"("v4999")"));
+  EXPECT_TRUE(matches(g, R"("v0")"));
+  EXPECT_TRUE(matches(g, "-17"));
+  EXPECT_FALSE(matches(g, R"("v5000")"));
+  const std::string long_value(20'000, 'x');
+  std::string props;
+  for (int i = 0; i < 100; ++i) props += fmt::format(R"({}"p{}":{{"$ref":"#/$defs/long"}})", i ? "," : "", i);
+  const std::string s = fmt::format(
+      R"({{"$defs":{{"long":{{"const":"{}"}}}},"type":"object","properties":{{{}}}}})", long_value, props);
+  std::string g2;
+  ASSERT_NO_THROW(g2 = compile(s));
+  EXPECT_LT(g2.size(), 40'000u);
+  EXPECT_TRUE(matches(g2, fmt::format(R"({{"p7":"{}"}})", long_value)));
+}
+
+// The same branch many times (one $ref repeated, a repeated type) is one alternative: the old
+// compiler wrote it 5000 times, 5000 parses of the same text, refused at the first token.
+// Past 1024 distinct alternatives an anyOf is refused at compile time (a 400), not at decode.
+TEST(GrammarSchemaHostile, RepeatedAlternativesAreOneParse) {
+  std::string refs;
+  for (int i = 0; i < 5000; ++i) refs += fmt::format(R"({}{{"$ref":"#/$defs/a"}})", i ? "," : "");
+  EXPECT_TRUE(
+      ok(R"({"$defs":{"a":{"type":"array","items":{"type":"integer"}}},"anyOf":[)" + refs + "]}", "[1,2]"));
+  std::string types;
+  for (int i = 0; i < 5000; ++i) types += i ? R"(,"string")" : R"("string")";
+  EXPECT_TRUE(ok(R"({"type":[)" + types + R"(,"null"]})", R"("x")"));
+  std::string distinct;
+  for (int i = 0; i < 1025; ++i)
+    distinct += fmt::format(R"({}{{"type":"string","minLength":{},"maxLength":{}}})", i ? "," : "", i / 2,
+                            999 - i % 2);
+  EXPECT_NE(error_of(R"({"anyOf":[)" + distinct + "]}").find("more than 1024 distinct alternatives"),
+            std::string::npos);
+}
+
+// A $ref cycle that consumes nothing would be a left-recursive grammar: the compiler says so.
+TEST(GrammarSchemaHostile, RefCycleWithoutContentIsAnError) {
+  for (const char* s :
+       {R"({"$ref":"#"})", R"({"anyOf":[{"type":"null"},{"$ref":"#"}]})",
+        R"({"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"allOf":[{"$ref":"#/$defs/a"}]}},"$ref":"#/$defs/a"})"}) {
+    const std::string e = error_of(s);
+    EXPECT_NE(e.find("cycle"), std::string::npos) << s << " → " << e;
+  }
+  // Through an object or an array it is recursion, and fine.
+  EXPECT_TRUE(ok(R"({"anyOf":[{"type":"null"},{"type":"array","items":{"$ref":"#"}}]})", "[[null],[]]"));
+}
+
+// Work that grew with a product of two sizes: properties × required, allOf merges, and
+// references into a large $defs (each lookup scanned the object).
+TEST(GrammarSchemaHostile, NoQuadraticPaths) {
+  // Seconds to compile (or refuse) a parsed schema; the outcome is not the point here.
+  auto seconds_for = [](const std::string& text) {
+    const Json schema = text::parse_json_exact(text);
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      json_schema_to_gbnf(schema);
+    } catch (const k3::Error&) {}
+    return seconds_since(t0);
+  };
+  const int n = 40000;
+  std::string props, req;
+  for (int i = 0; i < n; ++i) {
+    props += fmt::format(R"({}"p{}":{{}})", i ? "," : "", i);
+    req += fmt::format(R"({}"p{}")", i ? "," : "", n - 1 - i);
+  }
+  // The old compiler: 0.75 s at 20,000 and 3 s at 40,000 (each required name searched among
+  // the properties), and 2.2 s at 20,000 (each merged property searched among the merged
+  // ones). Here 0.1 s.
+  EXPECT_LT(
+      seconds_for(fmt::format(R"({{"type":"object","properties":{{{}}},"required":[{}]}})", props, req)),
+      1.0);
+  EXPECT_LT(
+      seconds_for(fmt::format(R"({{"allOf":[{{"properties":{{{}}}}},{{"required":[{}]}}]}})", props, req)),
+      1.0);
+  // 40,000 references into a $defs of 40,000 (each lookup scanned the object): 7 s before.
+  const int m = 40000;
+  std::string defs, refs;
+  for (int i = 0; i < m; ++i) {
+    defs += fmt::format(R"({}"d{}":{{"type":"null"}})", i ? "," : "", i);
+    refs += fmt::format(R"({}{{"$ref":"#/$defs/d{}"}})", i ? "," : "", m - 1 - (i * 7919) % m);
+  }
+  EXPECT_LT(seconds_for(fmt::format(R"({{"$defs":{{{}}},"type":"array","prefixItems":[{}]}})", defs, refs)),
+            1.0);
+}
+
+// Long keys on the way down: the old compiler built each node's JSON-pointer path as a
+// string, so 20,000 properties under 40 levels of 25 KB keys copied 20 GB.
+TEST(GrammarSchemaHostile, LongKeysOnThePathCostNothing) {
+  std::string leaf = R"({"type":"object","properties":{)";
+  for (int i = 0; i < 20000; ++i) leaf += fmt::format(R"({}"p{}":{{"type":"null"}})", i ? "," : "", i);
+  leaf += "}}";
+  std::string s = leaf;
+  for (int level = 0; level < 40; ++level)
+    s = fmt::format(R"({{"type":"object","properties":{{"{}{}":{}}}}})", level, std::string(25000, 'k'), s);
+  const Json schema = text::parse_json_exact(s);
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    json_schema_to_gbnf(schema);
+  } catch (const k3::Error&) {
+  }  // (the keys are written in the grammar too: over 1 MiB; the point is the time)
+  EXPECT_LT(seconds_since(t0), 1.0);
+}
+
+bool valid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    i += n;
+  }
+  return true;
+}
+
+// The compile ticks its budget: past the deadline, or when the client has gone, it stops.
+TEST(GrammarSchemaHostile, BudgetStopsTheCompile) {
+  std::string values;
+  for (int i = 0; i < 20000; ++i) values += fmt::format(R"({}"value-{}")", i ? "," : "", i);
+  const Json schema = text::parse_json_exact(R"({"type":"array","items":{"enum":[)" + values + "]}}");
+  WorkBudget expired("compiling the schema", std::chrono::milliseconds(0));
+  EXPECT_THROW(json_schema_to_gbnf(schema, {true, "", &expired}), BudgetExceeded);
+  int asked = 0;
+  WorkBudget gone("compiling the schema", std::chrono::hours(1), [&] { return ++asked > 1; });
+  EXPECT_THROW(json_schema_to_gbnf(schema, {true, "", &gone}), Cancelled);
+  WorkBudget enough("compiling the schema", std::chrono::seconds(30));
+  EXPECT_NO_THROW(json_schema_to_gbnf(schema, {true, "", &enough}));
+  EXPECT_GT(enough.ticks(), 20000u) << "every value is counted";
+}
+
+// Messages repeat at most 200 bytes of what the client wrote, cut at a character boundary
+// (the server puts them in a JSON answer), and every problem is a k3::Error.
+TEST(GrammarSchemaHostile, MessagesAreShortAndEveryProblemIsAnError) {
+  std::string name;
+  for (int i = 0; i < 50000; ++i) name += "é";
+  for (const std::string& s :
+       {R"({"type":")" + name + R"("})", R"({"type":["string",")" + name + R"("]})",
+        R"({"$ref":"#/$defs/)" + name + R"("})",
+        R"({"type":"object","properties":{")" + name + R"(":{"type":"string","pattern":"x"}}})"}) {
+    const std::string e = error_of(s);
+    EXPECT_FALSE(e.empty());
+    EXPECT_LT(e.size(), 600u) << e.substr(0, 300);
+    EXPECT_TRUE(valid_utf8(e)) << "cut inside a character";
+  }
+  for (const char* s : {R"({"enum":5})", R"({"allOf":[{"required":[1]},{"required":["a"]}]})",
+                        R"({"type":[1]})", R"({"$ref":7})", R"({"$ref":"#/$defs/x/~2"})", R"({"anyOf":{}})",
+                        R"({"type":"array","items":{"$ref":"#/items/x"}})",
+                        R"({"type":"integer","minimum":1e308,"maximum":1e309})"}) {
+    try {
+      compile(s);
+    } catch (const k3::Error&) { continue; }
+    ADD_FAILURE() << "no error for " << s;
+  }
 }
 
 }  // namespace
