@@ -22,21 +22,25 @@ std::string error_of(const std::string& gbnf, const GbnfLimits& lim = {}) {
   return "";
 }
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // The review's 624-byte request: a rule with a 262,144-byte name repeated with {0,1000}. Each
 // generated rule used to copy its parent's name (1 GiB). A long name is now refused, and a
 // name within the limit costs its bytes once, not once per generated rule.
 TEST(GrammarLimits, LongRuleNamesAreRefusedAndNeverCopied) {
   const std::string huge(262144, 'A');
-  std::string text = "root ::= " + huge + "\n" + huge + " ::= \"x\"{0,1000} \"x\"{0,1000} \"x\"{0,1000} \"x\"{0,1000}\n";
+  std::string text =
+      "root ::= " + huge + "\n" + huge + " ::= \"x\"{0,1000} \"x\"{0,1000} \"x\"{0,1000} \"x\"{0,1000}\n";
   const auto t0 = Clock::now();
   const std::string err = error_of(text);
   EXPECT_NE(err.find("rule name of 262144 bytes"), std::string::npos) << err;
   EXPECT_LT(seconds_since(t0), 1.0);
 
   const std::string name(256, 'B');
-  Grammar g = parse_gbnf("root ::= " + name + "\n" + name + " ::= \"x\"{0,1000} \"y\"{0,1000} \"z\"{0,1000}\n");
+  Grammar g =
+      parse_gbnf("root ::= " + name + "\n" + name + " ::= \"x\"{0,1000} \"y\"{0,1000} \"z\"{0,1000}\n");
   EXPECT_GT(g.rule_alts.size(), 3000u);
   // 3000 generated rules: with the name copied into each they held 3000 x 256 bytes of names.
   EXPECT_LT(g.bytes(), 512u << 10) << g.bytes();
@@ -98,7 +102,8 @@ TEST(GrammarLimits, LongRuleChainsCompileInLinearTime) {
 
 TEST(GrammarLimits, CompileStopsAtItsDeadlineAndWhenCancelled) {
   std::string text = "root ::= r1\n";
-  for (int i = 1; i < 20000; ++i) text += "r" + std::to_string(i) + " ::= \"x\" r" + std::to_string(i + 1) + "\n";
+  for (int i = 1; i < 20000; ++i)
+    text += "r" + std::to_string(i) + " ::= \"x\" r" + std::to_string(i + 1) + "\n";
   text += "r20000 ::= \"z\"\n";
 
   WorkBudget expired("compiling the grammar", std::chrono::nanoseconds(1));
