@@ -4,7 +4,13 @@
 // grammar the parser refuses is a bug) — then a matcher runs on a small vocabulary, fed the
 // remaining bytes as tokens where they are allowed and the first allowed token otherwise.
 // Invariants: a mask is never empty before the end, accept() of an allowed token never
-// throws except for the documented ambiguity and work limits; nothing crashes or leaks.
+// throws except for the documented ambiguity, work, memory and time limits; a compiled
+// grammar stays within GbnfLimits::max_bytes; nothing crashes or leaks.
+// Per input, the compile runs under a WorkBudget of kCompileLimit (as the server's does), so a
+// slow input ends in the documented BudgetExceeded rather than libFuzzer's -timeout; the
+// libFuzzer flags in fuzz/README.md bound what the budgets do not (-timeout, -rss_limit_mb,
+// -malloc_limit_mb).
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +23,7 @@
 #include "grammar/json_schema.h"
 #include "grammar/matcher.h"
 #include "grammar/token_vocab.h"
+#include "grammar/work_budget.h"
 #include "text/json_py.h"
 
 namespace {
@@ -51,9 +58,17 @@ std::shared_ptr<const grammar::TokenVocab> vocab() {
   return v;
 }
 
+constexpr auto kCompileLimit = std::chrono::seconds(2);
+
 bool documented_limit(const k3::Error& e) {
+  if (dynamic_cast<const grammar::BudgetExceeded*>(&e)) return true;
   const std::string w = e.what();
-  return w.find("too ambiguous") != std::string::npos || w.find("parser steps") != std::string::npos;
+  return w.find("too ambiguous") != std::string::npos || w.find("parser steps") != std::string::npos ||
+         w.find("MiB") != std::string::npos || w.find("took longer than") != std::string::npos;
+}
+
+void check_size(const grammar::Grammar& g) {
+  if (g.bytes() > grammar::GbnfLimits{}.max_bytes) bug("a compiled grammar is larger than max_bytes");
 }
 
 void run_matcher(std::shared_ptr<const grammar::Grammar> g, std::string_view feed) {
@@ -101,23 +116,34 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (bool strict : {true, false}) {
       std::string gbnf;
       try {
-        gbnf = grammar::json_schema_to_gbnf(*schema, {strict, "s-"});
+        grammar::WorkBudget budget("compiling the schema", kCompileLimit);
+        gbnf = grammar::json_schema_to_gbnf(*schema, {strict, "s-", &budget});
       } catch (const k3::Error&) {
         continue;  // refused with a message: fine
       }
       std::shared_ptr<const grammar::Grammar> g;
       try {
-        g = std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(gbnf, "s-root"));
+        grammar::WorkBudget budget("compiling the grammar", kCompileLimit);
+        grammar::GbnfLimits lim;
+        lim.budget = &budget;
+        g = std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(gbnf, "s-root", lim));
+      } catch (const grammar::BudgetExceeded&) {
+        continue;
       } catch (const k3::Error& e) {
         bug(std::string("a compiled schema does not parse: ") + e.what() + "\n" + gbnf);
       }
+      check_size(*g);
       run_matcher(g, feed);
     }
   } else {
     std::shared_ptr<const grammar::Grammar> g;
     try {
-      g = std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(text));
+      grammar::WorkBudget budget("compiling the grammar", kCompileLimit);
+      grammar::GbnfLimits lim;
+      lim.budget = &budget;
+      g = std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(text, "root", lim));
     } catch (const k3::Error&) { return 0; }
+    check_size(*g);
     run_matcher(g, feed);
   }
   return 0;
