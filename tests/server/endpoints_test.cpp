@@ -145,7 +145,9 @@ TEST(ServerEndpoints, DetokenizeWritesEveryCharacterAsJson) {
   EXPECT_EQ(none["content"], "");
 }
 
-// Peak memory of the largest /detokenize: 2^20 control ids, 8 MiB of text.
+// A guard, not a regression test (the old code stays under the bound too: +93 MiB here, vs
+// +68..73 now): peak memory of the largest /detokenize, 2^20 control ids, 8 MiB of text. Most
+// of it is the request's Json array (16 bytes per id) and the client's copy of the answer.
 TEST(ServerEndpoints, DetokenizeAtTheCapStaysSmall) {
   TestServer s;
   std::string body = "{\"tokens\":[";
@@ -159,7 +161,7 @@ TEST(ServerEndpoints, DetokenizeAtTheCapStaysSmall) {
   const long growth_mib = (peak_kib() - before) / 1024;
   EXPECT_EQ(res->body.size(), (size_t{8} << 20) + 14);
   std::fprintf(stderr, "detokenize of 2^20 ids: peak RSS +%ld MiB\n", growth_mib);
-  EXPECT_LT(growth_mib, 1000) << "peak RSS grew by " << growth_mib << " MiB";
+  EXPECT_LT(growth_mib, 200) << "peak RSS grew by " << growth_mib << " MiB";
 }
 
 std::string run_matcher(std::vector<std::string> stops, const std::vector<std::string>& chunks, bool* hit) {
