@@ -20,7 +20,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -35,6 +34,7 @@
 #include "cli/memory_flags.h"
 #include "cli/parse_args.h"
 #include "cli/sampling_flags.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/read_file.h"
@@ -451,25 +451,15 @@ const char* kCommandHelp =
     "input: a line ending in \\ continues on the next; \"\"\" on a line starts and ends a block;\n"
     "a message that starts with / is written //…; Ctrl-C stops an answer, twice leaves.\n";
 
-// Writes next to the target and renames, so a crash or a full disk never leaves half a file.
+// Through AtomicFile: a random temporary next to the target (never a predictable name another
+// user could plant a link at), fsynced and renamed, so a crash or a full disk never leaves
+// half a file; a file it replaces keeps its mode, a new one is 0600 (a conversation is
+// private), and a symbolic link at FILE is refused, neither followed nor replaced.
 void save_messages(const Json& msgs, const std::string& path) {
   std::string text = msgs.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) fail("{}: cannot create file", tmp);
-    f.write(text.data(), static_cast<std::streamsize>(text.size()));
-    f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
-      fail("{}: write failed", tmp);
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    std::remove(tmp.c_str());
-    fail("{}: cannot rename into place: {}", path, std::strerror(e));
-  }
+  AtomicFile f(path, AtomicFileOptions{.new_mode = 0600, .refuse_symlink = true});
+  f.write(text.data(), text.size());
+  f.commit();
 }
 
 // A conversation file: an array of messages (or {"messages": [...]}) whose roles and fields

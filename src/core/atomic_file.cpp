@@ -1,6 +1,7 @@
 #include "core/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,14 +15,54 @@ namespace k3 {
 
 namespace {
 constexpr size_t kBufSize = 1 << 20;
+
+// The process's umask, read without changing it (umask() can only be read by setting it,
+// which would race with files other threads create): Linux reports it in /proc since 4.7.
+unsigned current_umask() {
+  if (FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    unsigned mask = 022;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "Umask: %o", &mask) == 1) break;
+    std::fclose(f);
+    return mask & 0777;
+  }
+  return 022;
 }
 
-AtomicFile::AtomicFile(const std::string& path)
-    : path_(path), tmp_(path + ".tmp." + std::to_string(::getpid())) {
-  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) fail("{}: cannot create: {}", tmp_, std::strerror(errno));
+// The directory holding `path` ("." for a bare name), to fsync after the rename.
+std::string parent_dir(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+}  // namespace
+
+AtomicFile::AtomicFile(const std::string& path, AtomicFileOptions opt) : path_(path), opt_(opt) {
+  final_mode();  // a refused link fails before anything is written
   buf_ = static_cast<char*>(std::malloc(kBufSize));
   if (!buf_) fail("{}: out of memory for write buffer", path_);
+  std::string templ = path + ".tmp.XXXXXX";
+  fd_ = ::mkostemp(templ.data(), O_CLOEXEC);
+  if (fd_ < 0) {
+    const int e = errno;
+    std::free(buf_);
+    fail("{}: cannot create a temporary file next to it: {}", path_, std::strerror(e));
+  }
+  tmp_ = templ;
+}
+
+unsigned AtomicFile::final_mode() const {
+  struct stat st {};
+  if (::lstat(path_.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode) && opt_.refuse_symlink)
+      fail(
+          "{}: is a symbolic link; not written through or replaced (name the file it points to, or "
+          "remove the link)",
+          path_);
+    if (S_ISREG(st.st_mode)) return st.st_mode & 0777;
+  }
+  return opt_.new_mode & ~current_umask() & 0777;
 }
 
 AtomicFile::~AtomicFile() {
@@ -85,12 +126,20 @@ void AtomicFile::commit() {
   // A trailing hole needs an explicit size.
   if (::ftruncate(fd_, static_cast<off_t>(offset_)) != 0)
     fail("{}: truncate failed: {}", tmp_, std::strerror(errno));
+  if (::fchmod(fd_, static_cast<mode_t>(final_mode())) != 0)
+    fail("{}: cannot set its mode: {}", tmp_, std::strerror(errno));
   if (::fsync(fd_) != 0) fail("{}: fsync failed: {}", tmp_, std::strerror(errno));
   ::close(fd_);
   fd_ = -1;
   if (::rename(tmp_.c_str(), path_.c_str()) != 0)
     fail("{}: rename to {} failed: {}", tmp_, path_, std::strerror(errno));
   committed_ = true;
+  // The rename is durable once the directory is on disk too.
+  const int dir = ::open(parent_dir(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
 }
 
 }  // namespace k3

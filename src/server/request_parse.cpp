@@ -1,7 +1,10 @@
 // server/request_parse: see request_parse.h.
 #include "server/request_parse.h"
 
+#include <sys/random.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -73,15 +76,42 @@ bool get_bool(const Json& req, const char* name, bool def) {
   return v.get<bool>();
 }
 
+// A cache_key made by the server ("cache_key": "new"): 128 bits from the kernel's random
+// source, so no other client can guess it, as it can guess a `user` name or a history. Not
+// random_id(): a Mersenne Twister's later outputs follow from enough earlier ones (ids).
+std::string issue_cache_key() {
+  unsigned char bytes[16];
+  for (size_t got = 0; got < sizeof bytes;) {
+    const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw ApiError(503, "unavailable_error", "no random bytes for a new cache_key");
+    got += static_cast<size_t>(n);
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string key = "k3ck_";
+  for (unsigned char b : bytes) {
+    key += kHex[b >> 4];
+    key += kHex[b & 15];
+  }
+  return key;
+}
+
 // The prompt-cache owner (job.h): `cache_key`, else `user`; strings of at most 256 bytes.
-std::string cache_owner_of(const Json& req) {
+// `user` is a name other clients can guess: docs/serve.md, "Prompt cache". The cache_key
+// "new" asks for a key made here, the owner of this request's snapshot; it is set in
+// `issued` for the response to hand back.
+std::string cache_owner_of(const Json& req, std::string& issued) {
   for (const char* name : {"cache_key", "user"}) {
     const Json& v = field(req, name);
     if (v.is_null()) continue;
     if (!v.is_string()) bad_request(name, "'{}' must be a string", name);
-    if (v.get_ref<const std::string&>().size() > 256)
-      bad_request(name, "'{}' is longer than 256 bytes", name);
-    return std::string(name) + ":" + v.get<std::string>();
+    const std::string& value = v.get_ref<const std::string&>();
+    if (value.size() > 256) bad_request(name, "'{}' is longer than 256 bytes", name);
+    if (std::string_view(name) == "cache_key" && value == "new") {
+      issued = issue_cache_key();
+      return std::string(name) + ":" + issued;
+    }
+    return std::string(name) + ":" + value;
   }
   return {};
 }
@@ -267,7 +297,7 @@ BuiltRequest build_chat_request(const Json& req, const text::Tokenizer& tok, con
   auto job = std::make_shared<Job>();
   job->kind = JobKind::Chat;
   read_common(req, lim, job->params, out);
-  job->cache_owner = cache_owner_of(req);
+  job->cache_owner = cache_owner_of(req, out.issued_cache_key);
   std::vector<text::ChatSegment> segs = render(req, lim);
   // Segments tokenize independently, so the history's tokens are the prompt's first ones.
   const auto split = segs.begin() + static_cast<std::ptrdiff_t>(history_segments(req, segs));
@@ -310,7 +340,7 @@ BuiltRequest build_completion_request(const Json& req, const text::Tokenizer& to
   auto job = std::make_shared<Job>();
   job->kind = JobKind::Completion;
   read_common(req, lim, job->params, out);
-  job->cache_owner = cache_owner_of(req);
+  job->cache_owner = cache_owner_of(req, out.issued_cache_key);
   if (get_bool(req, "echo", false)) bad_request("echo", "Only no echo is supported");
   if (!field(req, "suffix").is_null()) bad_request("suffix", "'suffix' is not supported");
   if (!field(req, "best_of").is_null() && get_int(req, "best_of", 1, 1, 1 << 20) != 1)

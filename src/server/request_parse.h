@@ -45,6 +45,9 @@ struct BuiltRequest {
   std::shared_ptr<Job> job;
   bool stream = false;
   bool include_usage = false;
+  // A cache_key made for a request that sent "cache_key": "new", "" otherwise: the response
+  // hands it to the client, which sends it back to reuse this request's snapshot.
+  std::string issued_cache_key;
 };
 
 BuiltRequest build_chat_request(const text::Json& req, const text::Tokenizer& tok, const RequestLimits& lim);

@@ -30,6 +30,7 @@
 #include "store/install.h"
 #include "text/output_parser_utf8.h"
 #include "text/tokenizer.h"
+#include "text/unicode.h"
 
 namespace k3::server {
 
@@ -99,6 +100,59 @@ std::string framing_error(const httplib::Request& req) {
   const bool has_body = n_te > 0 || (n_cl > 0 && cl.find_first_not_of('0') != std::string::npos);
   if (has_body && req.method != "POST") return fmt::format("a {} request must not carry a body", req.method);
   return {};
+}
+
+// A multipart body the library would parse itself, part by part, before any handler sees it
+// (and a handler that reads a plain body from it made the library call an empty callback:
+// 500 bad_function_call). No endpoint takes multipart, so such a request is refused before
+// its body is read. Matched more widely than the library's own test (exact
+// "multipart/form-data" after trimming): any case, any multipart subtype, every
+// Content-Type header.
+bool is_multipart(const httplib::Request& req) {
+  const size_t n = req.get_header_value_count("Content-Type");
+  for (size_t i = 0; i < n; ++i) {
+    std::string v = req.get_header_value("Content-Type", "", i);
+    const size_t start = v.find_first_not_of(" \t");
+    if (start == std::string::npos) continue;
+    v = v.substr(start, 10);
+    for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (v == "multipart/") return true;
+  }
+  return false;
+}
+
+// The most ids one /detokenize request may name: 2^20 covers a whole context of any K3 model
+// (and any --ctx this server can be given a model for) with room to spare, while it bounds
+// what the answer may cost: 4 MiB of ids, and text of at most 2^20 times the longest token.
+constexpr size_t kMaxDetokenizeIds = size_t{1} << 20;
+
+// Appends `utf8` (valid UTF-8) as a JSON string, escaped as the library's dump() would, so
+// large answers are written once, in place, without a Json value or a copy of the text.
+void append_json_string(std::string& out, std::string_view utf8) {
+  static const char kHex[] = "0123456789abcdef";
+  out += '"';
+  size_t plain = 0;  // start of the run of bytes not yet copied
+  for (size_t i = 0; i < utf8.size(); ++i) {
+    const auto c = static_cast<unsigned char>(utf8[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(utf8.data() + plain, i - plain);
+    plain = i + 1;
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        out += "\\u00";
+        out += kHex[c >> 4];
+        out += kHex[c & 15];
+    }
+  }
+  out.append(utf8.data() + plain, utf8.size() - plain);
+  out += '"';
 }
 
 bool constant_time_equal(const std::string& a, const std::string& b) {
@@ -304,6 +358,16 @@ void Server::Impl::run_job(BuiltRequest b, bool chat, const httplib::Request& re
   if (opts.answers) job->script = opts.answers->next_answer();
   if (chat) job->parser.call_id_prefix = random_id("call_", 12) + "_";
   sched->submit(job);  // ApiError 503 when busy
+  // A cache_key made for this request ("cache_key": "new") goes back in a header (streams
+  // too) and, below, in a non-streaming answer's body.
+  if (!b.issued_cache_key.empty()) {
+    res.set_header("X-K3-Cache-Key", b.issued_cache_key);
+    res.set_header("Access-Control-Expose-Headers", "X-K3-Cache-Key");
+  }
+  auto with_key = [&b](Json j) {
+    if (!b.issued_cache_key.empty()) j["cache_key"] = b.issued_cache_key;
+    return j;
+  };
 
   ResponseMeta meta{random_id(chat ? "chatcmpl-" : "cmpl-", 24), static_cast<int64_t>(std::time(nullptr)),
                     opts.model_alias};
@@ -351,8 +415,8 @@ void Server::Impl::run_job(BuiltRequest b, bool chat, const httplib::Request& re
         break;
       case Event::Kind::Error: return send_error(res, ev.status, ev.error_type, ev.message);
       case Event::Kind::Done:
-        if (chat) return send_json(res, chat_response(meta, fold, ev.finish_reason, ev.usage));
-        return send_json(res, completion_response(meta, text, ev.finish_reason, ev.usage));
+        if (chat) return send_json(res, with_key(chat_response(meta, fold, ev.finish_reason, ev.usage)));
+        return send_json(res, with_key(completion_response(meta, text, ev.finish_reason, ev.usage)));
     }
   }
 }
@@ -554,6 +618,10 @@ void Server::Impl::routes() {
     if (failed) return refuse(503, "unavailable_error", "the model is unavailable: " + failed_why);
     if (draining) return refuse(503, "unavailable_error", "the server is shutting down");
     if (std::string bad = framing_error(req); !bad.empty()) return refuse(400, "invalid_request_error", bad);
+    if (is_multipart(req))
+      return refuse(415, "invalid_request_error",
+                    "multipart bodies are not accepted: every endpoint takes a JSON body "
+                    "(Content-Type: application/json)");
     // Ranges are ignored (RFC 9110 lets a server answer the whole representation): the
     // library would otherwise build one copy of the body per range, on any response.
     const_cast<httplib::Request&>(req).ranges.clear();
@@ -758,14 +826,30 @@ void Server::Impl::routes() {
   h.Post("/detokenize", with_body([this](const httplib::Request&, httplib::Response& res, const Json& body) {
            const Json& tokens = body.contains("tokens") ? body["tokens"] : Json();
            if (!tokens.is_array()) bad_request("tokens", "'tokens' must be an array of token ids");
+           if (tokens.size() > kMaxDetokenizeIds)
+             bad_request("tokens", "'tokens' has {} ids; at most {} are accepted per request", tokens.size(),
+                         kMaxDetokenizeIds);
            std::vector<int32_t> ids;
+           ids.reserve(tokens.size());
            const int64_t n_vocab = static_cast<int64_t>(tok->n_vocab());
            for (const Json& t : tokens) {
              if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= n_vocab)
                bad_request("tokens", "token ids must be integers in 0…{}", n_vocab - 1);
              ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
            }
-           send_json(res, Json{{"content", tok->decode(ids, true)}});
+           // Written as text, like /tokenize: a Json value holding the text, then its dump, held
+           // three copies of it at once (1.5 M ids: +145 MiB).
+           std::string content = tok->decode(ids, true);
+           std::vector<int32_t>().swap(ids);
+           if (!text::unicode::is_valid_utf8(content)) content = text::utf8_sanitize(content);  // U+FFFD
+           std::string out;
+           out.reserve(content.size() + content.size() / 8 + 16);
+           out += "{\"content\":";
+           append_json_string(out, content);
+           out += '}';
+           std::string().swap(content);
+           res.status = 200;
+           res.set_content(std::move(out), kJson);
          }));
   h.Post("/apply-template",
          with_body([this](const httplib::Request&, httplib::Response& res, const Json& body) {

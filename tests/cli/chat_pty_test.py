@@ -382,12 +382,48 @@ def json_schema():
     assert bad.returncode == 1 and b"unsupported keyword 'uniqueItems'" in bad.stderr, bad.stderr
 
 
+def save_is_private():
+    # Regression (issue 41, row 10): /save wrote FILE.tmp.PID (a name another user can plant a
+    # link at) without O_EXCL, left a 0600 file 0644, and replaced a link at FILE. Now: a random
+    # temporary, the old mode kept (a new file 0600), a link at FILE refused and left alone.
+    os.mkdir(path("priv"))
+    d = lambda n: os.path.join(path("priv"), n)
+    with open(d("victim"), "w") as f:
+        f.write("precious")
+    with open(d("old.json"), "w") as f:
+        f.write("[]")
+    os.chmod(d("old.json"), 0o600)
+    os.symlink(d("victim"), d("link.json"))
+    s = Session("--temp", "0")
+    os.symlink(d("victim"), d("new.json") + f".tmp.{s.pid}")  # planted at the predictable name
+    os.symlink(d("victim"), d("old.json") + f".tmp.{s.pid}")
+    s.expect(r"> ")
+    s.turn("secret")
+    s.line(f"/save {d('old.json')}")
+    s.expect(r"\[saved 2 messages")
+    s.line(f"/save {d('new.json')}")
+    s.expect(r"\[saved 2 messages")
+    s.line(f"/save {d('link.json')}")
+    s.expect(r"error: .*link\.json: is a symbolic link")
+    s.line("/exit")
+    assert s.wait() == 0
+    with open(d("victim")) as f:
+        assert f.read() == "precious", "a write went through a link"
+    assert os.path.islink(d("link.json")), "the link at FILE was replaced"
+    assert os.stat(d("old.json")).st_mode & 0o777 == 0o600, oct(os.stat(d("old.json")).st_mode)
+    assert os.stat(d("new.json")).st_mode & 0o777 == 0o600, oct(os.stat(d("new.json")).st_mode)
+    assert len(json.loads(open(d("old.json")).read())) == 2 and len(json.loads(open(d("new.json")).read())) == 2
+    left = sorted(f for f in os.listdir(path("priv")) if ".tmp." in f and not os.path.islink(d(f)))
+    assert not left, f"temporary files were left behind: {left}"
+
+
 check("two turns, status lines, colour", two_turns)
 check("--temp 0 --seed is repeatable", deterministic)
 check("/reset keeps the system prompt", reset)
 check("Ctrl-C stops an answer, the session goes on", ctrl_c)
 check("Ctrl-C twice leaves", ctrl_c_twice)
 check("/save then /load reproduces the history", save_load)
+check("/save keeps files private and follows no link", save_is_private)
 check("/regen", regen)
 check("bad /load file and unknown command", bad_load)
 check("multi-line input", multi_line)

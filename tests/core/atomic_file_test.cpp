@@ -51,7 +51,7 @@ TEST(AtomicFile, CommitRenamesOverTarget) {
     old << "old contents";
   }
   AtomicFile f(target);
-  EXPECT_EQ(f.temp_path(), target + ".tmp." + std::to_string(::getpid()));
+  EXPECT_EQ(f.temp_path().rfind(target + ".tmp.", 0), 0u) << f.temp_path();
   f.write("hello", 5);
   f.write_zeros(3);
   EXPECT_EQ(f.offset(), 8u);
@@ -118,6 +118,110 @@ TEST(AtomicFile, UncreatableTargetNamesThePath) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent-dir-k3/x.bin"), std::string::npos) << e.what();
   }
+}
+
+unsigned mode_of(const std::string& p) {
+  struct stat st {};
+  return ::lstat(p.c_str(), &st) == 0 ? st.st_mode & 07777 : ~0u;
+}
+
+bool is_link(const std::string& p) {
+  struct stat st {};
+  return ::lstat(p.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+// Regression (issue 41, row 10): the temporary was "<path>.tmp.<pid>", opened without O_EXCL
+// or O_NOFOLLOW, so a link planted at that name (in a shared directory, by another user) had
+// the bytes written where it pointed. The name is random now and created exclusively.
+TEST(AtomicFile, APlantedLinkAtThePredictableTempNameIsNotFollowed) {
+  TempDir d;
+  const std::string target = d.file("conv.json");
+  const std::string victim = d.file("victim");
+  {
+    std::ofstream v(victim);
+    v << "precious";
+  }
+  ASSERT_EQ(::symlink(victim.c_str(), (target + ".tmp." + std::to_string(::getpid())).c_str()), 0);
+  std::string tmp;
+  {
+    AtomicFile f(target);
+    tmp = f.temp_path();
+    f.write("new", 3);
+    f.commit();
+  }
+  EXPECT_EQ(slurp(victim), "precious");
+  EXPECT_FALSE(is_link(target));
+  EXPECT_EQ(slurp(target), "new");
+  EXPECT_NE(tmp, target + ".tmp." + std::to_string(::getpid()));
+  // Two writers of one path get two temporaries.
+  AtomicFile a(target), b(target);
+  EXPECT_NE(a.temp_path(), b.temp_path());
+}
+
+// Regression (issue 41, row 10): a replaced file got 0644 (a private 0600 file became readable
+// by all); it keeps its own mode now, and a new file gets the asked mode less the umask.
+TEST(AtomicFile, AReplacedFileKeepsItsModeANewOneGetsTheAskedMode) {
+  TempDir d;
+  const std::string target = d.file("private.json");
+  {
+    std::ofstream o(target);
+    o << "v1";
+  }
+  ASSERT_EQ(::chmod(target.c_str(), 0600), 0);
+  {
+    AtomicFile f(target);
+    f.write("v2", 2);
+    f.commit();
+  }
+  EXPECT_EQ(slurp(target), "v2");
+  EXPECT_EQ(mode_of(target), 0600u);
+  ASSERT_EQ(::chmod(target.c_str(), 0640), 0);
+  {
+    AtomicFile f(target, AtomicFileOptions{.new_mode = 0600});
+    f.write("v3", 2);
+    f.commit();
+  }
+  EXPECT_EQ(mode_of(target), 0640u);
+  const mode_t mask = ::umask(022);  // the test's own umask, known
+  {
+    AtomicFile f(d.file("fresh.json"), AtomicFileOptions{.new_mode = 0600});
+    f.commit();
+    AtomicFile g(d.file("default.bin"));
+    g.commit();
+  }
+  ::umask(mask);
+  EXPECT_EQ(mode_of(d.file("fresh.json")), 0600u);
+  EXPECT_EQ(mode_of(d.file("default.bin")), 0644u);
+}
+
+// A symbolic link at the target is never written through: replaced by default (as rename()
+// does), refused with an error naming it under refuse_symlink, before any temporary exists.
+TEST(AtomicFile, ALinkAtTheTargetIsReplacedOrRefusedNeverFollowed) {
+  TempDir d;
+  const std::string victim = d.file("victim");
+  {
+    std::ofstream v(victim);
+    v << "precious";
+  }
+  const std::string link = d.file("out.json");
+  ASSERT_EQ(::symlink(victim.c_str(), link.c_str()), 0);
+  try {
+    AtomicFile f(link, AtomicFileOptions{.new_mode = 0600, .refuse_symlink = true});
+    FAIL() << "a link was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(link + ": is a symbolic link"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(is_link(link));
+  EXPECT_EQ(slurp(victim), "precious");
+  EXPECT_EQ(d.count(), 2u) << "a temporary was left";
+  {
+    AtomicFile f(link);
+    f.write("mine", 4);
+    f.commit();
+  }
+  EXPECT_FALSE(is_link(link));
+  EXPECT_EQ(slurp(link), "mine");
+  EXPECT_EQ(slurp(victim), "precious");
 }
 
 TEST(MappedFile, MapsContents) {

@@ -467,5 +467,49 @@ TEST(HttpHostile, ErrorResponsesCloseTheConnectionAtOnce) {
   }
 }
 
+// (issue 41, row 11) A multipart/form-data body to a JSON endpoint was parsed by the library
+// part by part, then answered 500 bad_function_call (the handler read it as a plain body). No
+// endpoint takes multipart: refused with 415 before the body is read, whatever the parts.
+TEST(HttpHostile, MultipartBodiesAreRefusedBeforeTheLibraryParsesThem) {
+  TestServer s;
+  std::string many;
+  for (int i = 0; i < 5000; ++i)
+    many += "--XyZ\r\nContent-Disposition: form-data; name=\"p" + std::to_string(i) + "\"\r\n\r\nv\r\n";
+  many += "--XyZ--\r\n";
+  const std::string unterminated =
+      "--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n" + std::string(4000, 'v');
+  struct Case {
+    std::string path, content_type, body;
+  };
+  const std::vector<Case> cases = {
+      {"/v1/chat/completions", "multipart/form-data; boundary=XyZ", many},
+      {"/v1/chat/completions", "multipart/form-data; boundary=XyZ", unterminated},
+      {"/v1/completions", "multipart/form-data; boundary=XyZ", many},
+      {"/tokenize", "multipart/form-data; boundary=XyZ", unterminated},
+      {"/detokenize", "multipart/form-data; boundary=XyZ", many},
+      {"/apply-template", "multipart/form-data; boundary=XyZ", many},
+      {"/v1/chat/completions", "  Multipart/Form-Data ; boundary=XyZ", many},
+      {"/v1/chat/completions", "multipart/mixed; boundary=XyZ", many},
+      {"/no/such/path", "multipart/form-data; boundary=XyZ", many},
+  };
+  for (const Case& c : cases) {
+    const std::string r = raw_http(
+        s.port(), "POST " + c.path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: " + c.content_type +
+                      "\r\nContent-Length: " + std::to_string(c.body.size()) + "\r\n\r\n" + c.body);
+    EXPECT_EQ(r.rfind("HTTP/1.1 415", 0), 0u) << c.path << " " << c.content_type << "\n" << r.substr(0, 400);
+    EXPECT_NE(r.find("multipart bodies are not accepted"), std::string::npos) << r.substr(0, 400);
+    EXPECT_NE(r.find("\"invalid_request_error\""), std::string::npos) << r.substr(0, 400);
+    EXPECT_EQ(count(r, "HTTP/1.1 "), 1u) << "the body was answered as a request";
+  }
+  // A second Content-Type header does not hide the first from the check.
+  const std::string two = raw_http(s.port(),
+                                   "POST /tokenize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                                   "multipart/form-data; boundary=XyZ\r\nContent-Type: application/json\r\n"
+                                   "Content-Length: " +
+                                       std::to_string(many.size()) + "\r\n\r\n" + many);
+  EXPECT_EQ(two.rfind("HTTP/1.1 415", 0), 0u) << two.substr(0, 400);
+  expect_health(s);
+}
+
 }  // namespace
 }  // namespace k3::server::test

@@ -87,6 +87,69 @@ TEST(ServerPromptCache, ReuseStaysWithinTheSameUser) {
   EXPECT_EQ(s.post("/v1/chat/completions", keyed).first, 400);
 }
 
+// Regression (issue 41, row 8): the owner was only what the client sent, so a guessed `user`
+// (or a shared cache_key like "new") with a guessed history was confirmed by cached_tokens.
+// "cache_key": "new" asks the server for a key no one else can guess; only its holder reuses
+// the snapshot it owns.
+TEST(ServerPromptCache, ServerIssuedCacheKeyCannotBeGuessed) {
+  ServerOptions o = default_options();
+  o.sched.n_slots = 1;
+  TestServer s(o);
+  Json turn1 = greedy(user_chat("Tell me a story."), 4);
+  turn1["cache_key"] = "new";
+  auto res1 = s.client()->Post("/v1/chat/completions", turn1.dump(), "application/json");
+  ASSERT_TRUE(res1);
+  ASSERT_EQ(res1->status, 200) << res1->body;
+  const Json a1 = Json::parse(res1->body);
+  ASSERT_TRUE(a1.contains("cache_key")) << a1.dump();
+  const std::string key = a1["cache_key"].get<std::string>();
+  EXPECT_EQ(key.size(), 5u + 32u) << key;
+  EXPECT_EQ(key.rfind("k3ck_", 0), 0u) << key;
+  EXPECT_EQ(key.find_first_not_of("0123456789abcdef", 5), std::string::npos) << key;
+  EXPECT_EQ(res1->get_header_value("X-K3-Cache-Key"), key);
+
+  Json turn2 = turn1;
+  turn2["messages"].push_back(Json{{"role", "assistant"}, {"content", "Once upon a time."}});
+  turn2["messages"].push_back(Json{{"role", "user"}, {"content", "And then?"}});
+  // Another client with the right history: asking for a key of its own, sending none, or
+  // guessing names, learns nothing.
+  for (const Json& owner : {Json{{"cache_key", "new"}}, Json::object(), Json{{"user", "new"}},
+                            Json{{"cache_key", "k3ck_00000000000000000000000000000000"}}}) {
+    Json probe = turn2;
+    probe.erase("cache_key");
+    probe.update(owner);
+    auto [st, p] = s.post("/v1/chat/completions", probe);
+    ASSERT_EQ(st, 200) << p.dump();
+    EXPECT_EQ(cached_of(p), 0) << "a guess under " << owner.dump() << " was confirmed";
+    if (owner.contains("cache_key") && owner["cache_key"] == "new") {
+      EXPECT_NE(p.value("cache_key", std::string()), key) << "two requests were given one key";
+    }
+  }
+  // The holder sends the key back (its first turn again: the probes' snapshots may have taken
+  // the one entry), and its follow-up starts from its snapshot.
+  Json again = turn1;
+  again["cache_key"] = key;
+  ASSERT_EQ(s.post("/v1/chat/completions", again).first, 200);
+  Json mine = turn2;
+  mine["cache_key"] = key;
+  auto res2 = s.client()->Post("/v1/chat/completions", mine.dump(), "application/json");
+  ASSERT_TRUE(res2);
+  ASSERT_EQ(res2->status, 200) << res2->body;
+  const Json a2 = Json::parse(res2->body);
+  EXPECT_GT(cached_of(a2), 10);
+  EXPECT_FALSE(a2.contains("cache_key")) << "a key the client sent is not issued again";
+  EXPECT_TRUE(res2->get_header_value("X-K3-Cache-Key").empty());
+  // A stream gets its key in the header.
+  Json streamed = turn1;
+  streamed["stream"] = true;
+  auto res3 = s.client()->Post("/v1/chat/completions", streamed.dump(), "application/json");
+  ASSERT_TRUE(res3);
+  ASSERT_EQ(res3->status, 200);
+  const std::string skey = res3->get_header_value("X-K3-Cache-Key");
+  EXPECT_EQ(skey.size(), 37u);
+  EXPECT_NE(skey, key);
+}
+
 TEST(ServerPromptCache, RepeatedCompletionReusesAllButTheLastToken) {
   TestServer s;
   Json req = greedy(Json{{"prompt", "Once upon a time there was a"}}, 5);
