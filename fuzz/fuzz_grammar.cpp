@@ -127,9 +127,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         grammar::GbnfLimits lim;
         lim.budget = &budget;
         g = std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(gbnf, "s-root", lim));
-      } catch (const grammar::BudgetExceeded&) {
-        continue;
-      } catch (const k3::Error& e) {
+      } catch (const grammar::BudgetExceeded&) { continue; } catch (const k3::Error& e) {
         bug(std::string("a compiled schema does not parse: ") + e.what() + "\n" + gbnf);
       }
       check_size(*g);

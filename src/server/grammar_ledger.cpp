@@ -21,10 +21,11 @@ std::shared_ptr<const grammar::Grammar> GrammarLedger::hold(grammar::Grammar&& g
   size_t now = count_->bytes.load();
   do {
     if (now + b > max_bytes_)
-      throw ApiError(503, "unavailable_error",
-                     fmt::format("the server holds {} KiB of compiled grammars for other requests; this one needs {} "
-                                 "KiB more than the limit of {} KiB allows: retry later",
-                                 now >> 10, (now + b - max_bytes_ + 1023) >> 10, max_bytes_ >> 10));
+      throw ApiError(
+          503, "unavailable_error",
+          fmt::format("the server holds {} KiB of compiled grammars for other requests; this one needs {} "
+                      "KiB more than the limit of {} KiB allows: retry later",
+                      now >> 10, (now + b - max_bytes_ + 1023) >> 10, max_bytes_ >> 10));
   } while (!count_->bytes.compare_exchange_weak(now, now + b));
   // The deleter keeps the count alive, so a grammar may outlive the ledger.
   return std::shared_ptr<const grammar::Grammar>(new grammar::Grammar(std::move(g)),

@@ -14,7 +14,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-Json completion(const std::string& grammar) { return {{"prompt", "hi"}, {"max_tokens", 2}, {"grammar", grammar}}; }
+Json completion(const std::string& grammar) {
+  return {{"prompt", "hi"}, {"max_tokens", 2}, {"grammar", grammar}};
+}
 
 std::string chain(int n) {
   std::string text = "root ::= r1\n";
@@ -28,7 +30,8 @@ TEST(ServerGrammarCompile, HugeRuleNameIsA400BeforeAnyCost) {
   TestServer s;
   const std::string name(262144, 'A');
   const auto t0 = Clock::now();
-  auto r = s.post("/v1/completions", completion("root ::= " + name + "\n" + name + " ::= \"x\"{0,1000} \"x\"{0,1000}"));
+  auto r = s.post("/v1/completions",
+                  completion("root ::= " + name + "\n" + name + " ::= \"x\"{0,1000} \"x\"{0,1000}"));
   Json e = expect_error(r, 400, "invalid_request_error");
   EXPECT_NE(e["message"].get<std::string>().find("rule name of 262144 bytes"), std::string::npos) << e.dump();
   EXPECT_EQ(e["param"], "grammar");
@@ -41,14 +44,16 @@ TEST(ServerGrammarCompile, DeadlineIsA400) {
   o.limits.grammar_compile_limit = std::chrono::milliseconds(1);
   TestServer s(o);
   Json e = expect_error(s.post("/v1/completions", completion(chain(60000))), 400, "invalid_request_error");
-  EXPECT_NE(e["message"].get<std::string>().find("longer than its limit of 1 ms"), std::string::npos) << e.dump();
+  EXPECT_NE(e["message"].get<std::string>().find("longer than its limit of 1 ms"), std::string::npos)
+      << e.dump();
 }
 
 // A client that leaves (or a draining server) stops the compile, schema or GBNF alike.
 TEST(ServerGrammarCompile, CancelStopsTheCompile) {
   auto tok = shared_tokenizer();
   int polls = 0;
-  grammar::WorkBudget budget("compiling the request's grammar", std::chrono::seconds(60), [&] { return ++polls > 1; });
+  grammar::WorkBudget budget("compiling the request's grammar", std::chrono::seconds(60),
+                             [&] { return ++polls > 1; });
   ConstraintOptions opt;
   opt.budget = &budget;
   EXPECT_THROW(completion_constraint(completion(chain(20000)), *tok, opt), grammar::Cancelled);
@@ -57,9 +62,11 @@ TEST(ServerGrammarCompile, CancelStopsTheCompile) {
   for (int i = 0; i < 3000; ++i) props["k" + std::to_string(i)] = {{"type", "string"}, {"maxLength", 50}};
   Json schema = {{"type", "object"}, {"properties", props}};
   polls = 0;
-  grammar::WorkBudget budget2("compiling the request's grammar", std::chrono::seconds(60), [&] { return ++polls > 1; });
+  grammar::WorkBudget budget2("compiling the request's grammar", std::chrono::seconds(60),
+                              [&] { return ++polls > 1; });
   opt.budget = &budget2;
-  EXPECT_THROW(completion_constraint({{"prompt", "hi"}, {"json_schema", schema}}, *tok, opt), grammar::Cancelled);
+  EXPECT_THROW(completion_constraint({{"prompt", "hi"}, {"json_schema", schema}}, *tok, opt),
+               grammar::Cancelled);
 }
 
 // Requests hold their compiled grammars while they wait: the total is capped (503), and a
