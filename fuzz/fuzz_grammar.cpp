@@ -73,7 +73,7 @@ void check_size(const grammar::Grammar& g) {
 
 void run_matcher(std::shared_ptr<const grammar::Grammar> g, std::string_view feed) {
   grammar::MatcherLimits lim;
-  lim.max_cache_bytes = 8u << 20;
+  lim.max_bytes = 8u << 20;
   lim.max_work_per_token = 2'000'000;
   std::unique_ptr<grammar::GrammarMatcher> m;
   try {

@@ -95,6 +95,20 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("--request-timeout", o.request_timeout_s,
                  "seconds a request's line, headers and body may take to arrive, plus 1 s per 64 KiB of body "
                  "(default 10); slower clients get 408 and are disconnected");
+  size_t grammar_mib = o.sched.grammar_bytes >> 20, grammars_mib = o.max_grammar_bytes >> 20;
+  app.add_option(
+         "--grammar-memory", grammar_mib,
+         "MiB one constrained request's grammar matcher may hold, per slot (default 64; counted in the "
+         "--ram-budget plan); past it the request ends with a 400")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--grammar-ms", o.sched.grammar_cpu_ms,
+                 "CPU milliseconds one token's grammar mask may take (default 2000); masks run on a "
+                 "low-priority thread per request, so a slow grammar delays only its own request")
+      ->check(CLI::Range(1, 600000));
+  app.add_option("--grammars-memory", grammars_mib,
+                 "MiB of compiled grammars all queued and running requests may hold together (default 128); "
+                 "past it a constrained request gets 503")
+      ->check(CLI::Range(1, 65536));
   app.add_flag("--no-prompt-cache", no_prompt_cache,
                "do not keep a per-slot snapshot of the last conversation for the next turn to reuse "
                "(saves one sequence state per slot)");
@@ -129,6 +143,8 @@ int cmd_serve(int argc, char** argv) {
     return 2;
   };
   o.sched.prompt_cache = !no_prompt_cache;
+  o.sched.grammar_bytes = grammar_mib << 20;
+  o.max_grammar_bytes = grammars_mib << 20;
   o.webui = !no_webui;
   o.allowed_hosts = server::split_list(allowed_hosts);
   o.cors_origins = server::split_list(cors);
@@ -182,7 +198,15 @@ int cmd_serve(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   o.sched.collective = start_dist(dist_flags);
   if (o.sched.collective) mem.for_distributed_rank();
-  store::install_store(*model, mem, store::shape_of(*model, o.sched.engine_options()));
+  store::EngineShape shape = store::shape_of(*model, o.sched.engine_options());
+  // Constrained decoding's memory: a matcher per slot, and the compiled grammars of every
+  // queued and running request together (docs/grammar.md, "Limits").
+  shape.app_bytes = static_cast<uint64_t>(o.sched.n_slots) * o.sched.grammar_bytes + o.max_grammar_bytes;
+  shape.app_what = "grammars";
+  shape.app_note =
+      fmt::format("{} slots × {} MiB matcher (--grammar-memory) + {} MiB compiled (--grammars-memory)",
+                  o.sched.n_slots, grammar_mib, grammars_mib);
+  store::install_store(*model, mem, shape);
   if (o.sched.collective && o.sched.collective->rank() != 0) {
     // A follower of a distributed run: the engine rank 0's scheduler drives, no HTTP here. It
     // ignores SIGINT/SIGTERM (blocked above) and leaves when rank 0, having drained its

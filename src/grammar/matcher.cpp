@@ -6,8 +6,11 @@
 #include "grammar/matcher.h"
 
 #include <algorithm>
+#include <bit>
+#include <optional>
 
 #include "core/error.h"
+#include "grammar/work_budget.h"
 
 namespace k3::grammar {
 
@@ -16,6 +19,15 @@ namespace {
 constexpr int32_t kUnknown = -2;
 constexpr int32_t kDead = -1;
 constexpr int32_t kEmpty = 0;  // the empty stack: the sentence is complete
+
+// What one entry of each container costs, counted generously (node-based hash maps pay a
+// heap block per entry plus a bucket; vectors may hold up to twice what they use).
+constexpr size_t kNodeBytes = 2 * 8 + 64;       // nodes[] + node_ids entry
+constexpr size_t kStateOverhead = 2 * 24 + 96;  // states[] + state_ids entry, beside the stacks
+constexpr size_t kRowOverhead = 48;             // a transition table or a mask, beside its words
+
+// Thrown inside the matcher when max_bytes is reached; never leaves it.
+struct OverCap {};
 
 struct VecHash {
   size_t operator()(const std::vector<int32_t>& v) const {
@@ -48,29 +60,56 @@ struct GrammarMatcher::Impl {
   std::unordered_map<std::vector<int32_t>, int32_t, VecHash> state_ids;
   std::vector<std::vector<int32_t>> trans;
   std::vector<std::vector<uint64_t>> masks;
-  size_t cache_bytes = 0;
+  size_t held = 0;  // bytes of nodes, states, tables and masks (scratch is added in bytes())
   int32_t cur = 0;
   bool ended = false;
   std::vector<uint64_t> none;  // the mask after the end
 
-  size_t work = 0;  // parser steps since the current allowed()/accept() began
-
-  void spend(size_t n) {
-    work += n;
-    if (work > lim.max_work_per_token)
-      fail("grammar: one token needed more than {} parser steps (the grammar is too ambiguous)",
-           lim.max_work_per_token);
-  }
+  // The budget of the allowed()/accept() in progress (none outside one).
+  size_t work = 0;  // parser steps since it began
+  std::optional<WorkBudget> budget;
+  size_t next_check = 0;  // `work` at which bytes() is compared with the cap next
 
   // scratch for expansion
   std::vector<uint32_t> seen;
   uint32_t stamp = 0;
   std::vector<int32_t> work_list, out;
 
+  size_t bytes() const {
+    return held + (seen.capacity() + work_list.capacity() + out.capacity()) * 4 + none.capacity() * 8;
+  }
+
+  void check_bytes() {
+    const size_t b = bytes();
+    stats->peak_bytes = std::max(stats->peak_bytes, b);
+    if (b > lim.max_bytes) throw OverCap{};
+  }
+
+  void spend(size_t n) {
+    work += n;
+    if (work > lim.max_work_per_token)
+      throw BudgetExceeded(
+          fmt::format("grammar: one token needed more than {} parser steps (the grammar is too ambiguous)",
+                      lim.max_work_per_token));
+    if (budget) budget->tick(n);
+    if (work >= next_check) {  // scratch grows without passing through node() or intern_out()
+      next_check = work + 4096;
+      check_bytes();
+    }
+  }
+
   int32_t node(uint32_t pos, int32_t parent) {
     uint64_t key = (static_cast<uint64_t>(pos) << 32) | static_cast<uint32_t>(parent);
     auto [it, added] = node_ids.try_emplace(key, static_cast<int32_t>(nodes.size()));
-    if (added) nodes.push_back({pos, parent});
+    if (added) {
+      if (held + kNodeBytes > lim.max_bytes) {
+        node_ids.erase(it);
+        throw OverCap{};
+      }
+      nodes.push_back({pos, parent});
+      held += kNodeBytes;
+      spend(1);
+    }
     return it->second;
   }
 
@@ -81,7 +120,8 @@ struct GrammarMatcher::Impl {
       spend(1);
       int32_t s = work_list.back();
       work_list.pop_back();
-      if (static_cast<size_t>(s) >= seen.size()) seen.resize(nodes.size() + 1024, 0);
+      if (static_cast<size_t>(s) >= seen.size())
+        seen.resize(std::max(nodes.size(), 2 * seen.size()) + 1024, 0);
       if (seen[static_cast<size_t>(s)] == stamp) continue;
       seen[static_cast<size_t>(s)] = stamp;
       if (s == kEmpty) {
@@ -115,20 +155,25 @@ struct GrammarMatcher::Impl {
 
   int32_t intern_out() {
     if (out.empty()) return kDead;
+    // Sorting, hashing and comparing the set are work too.
+    spend(out.size() * (1 + static_cast<size_t>(std::bit_width(out.size()))));
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
     if (out.size() > lim.max_stacks_per_state)
       fail("grammar: more than {} parses alive at once (the grammar is too ambiguous)",
            lim.max_stacks_per_state);
-    auto [it, added] = state_ids.try_emplace(out, static_cast<int32_t>(states.size()));
-    if (added) {
-      states.push_back(out);
-      trans.emplace_back();
-      masks.emplace_back();
-      cache_bytes += out.size() * 4 + 64;
-      ++stats->states;
-    }
-    return it->second;
+    if (auto known = state_ids.find(out); known != state_ids.end()) return known->second;
+    const size_t cost = 2 * out.size() * sizeof(int32_t) + kStateOverhead + 2 * kRowOverhead;
+    if (bytes() + cost > lim.max_bytes) throw OverCap{};
+    const int32_t id = static_cast<int32_t>(states.size());
+    state_ids.emplace(out, id);
+    states.push_back(out);
+    trans.emplace_back();
+    masks.emplace_back();
+    held += cost;
+    ++stats->states;
+    check_bytes();
+    return id;
   }
 
   // The state after one byte (sym < 256) or one named token (256 + Token arg).
@@ -151,8 +196,9 @@ struct GrammarMatcher::Impl {
   int32_t next(int32_t state, size_t sym) {
     auto& t = trans[static_cast<size_t>(state)];
     if (t.empty()) {
+      if (bytes() + alpha * sizeof(int32_t) > lim.max_bytes) throw OverCap{};
+      held += alpha * sizeof(int32_t);
       t.assign(alpha, kUnknown);
-      cache_bytes += alpha * sizeof(int32_t);
     }
     if (t[sym] != kUnknown) return t[sym];
     const int32_t r = step(state, sym);
@@ -173,6 +219,7 @@ struct GrammarMatcher::Impl {
     at[0] = state;
     const uint32_t n = static_cast<uint32_t>(t.byte.size());
     for (uint32_t i = 0; i < n;) {
+      spend(1);
       const int32_t s = next(at[t.depth[i] - 1u], t.byte[i]);
       if (s < 0) {
         i = t.skip[i];
@@ -194,6 +241,7 @@ struct GrammarMatcher::Impl {
     std::vector<Node> old = std::move(nodes);
     nodes.assign(1, {0, 0});
     node_ids.clear();
+    held = kNodeBytes;
     std::unordered_map<int32_t, int32_t> remap{{kEmpty, kEmpty}};
     auto copy = [&](int32_t id) {
       std::vector<int32_t> chain;
@@ -214,17 +262,63 @@ struct GrammarMatcher::Impl {
     state_ids.clear();
     trans.clear();
     masks.clear();
-    seen.clear();
-    cache_bytes = 0;
+    std::vector<uint32_t>().swap(seen);
+    std::vector<int32_t>().swap(work_list);
+    std::vector<int32_t>().swap(out);
     out = std::move(keep);
     cur = intern_out();
     ++stats->flushes;
   }
 
   void maybe_flush() {
-    const size_t node_bytes = nodes.size() * 32;
-    if (cache_bytes + node_bytes > lim.max_cache_bytes) flush();
+    if (bytes() > lim.max_bytes / 2) flush();  // room for the next token's work
   }
+
+  // Runs one bounded unit of work (a mask, a token). Reaching max_bytes drops the caches and
+  // redoes it once from the current state; reaching it again is the grammar's limit.
+  bool broken = false;  // an exception left work half done: the matcher refuses further use
+
+  template <class F>
+  auto bounded(const char* what, F&& f) {
+    if (broken) fail("grammar: the matcher stopped at an earlier error");
+    work = 0;
+    next_check = 4096;
+    budget.emplace(what, lim.max_cpu_per_token, lim.cancelled, WorkBudget::Measure::ThreadCpu);
+    struct Done {
+      std::optional<WorkBudget>& b;
+      ~Done() { b.reset(); }
+    } done{budget};
+    auto too_big = [&] {
+      const size_t b = lim.max_bytes;
+      return BudgetExceeded(fmt::format(
+          "grammar: one token needs more than {} of parser memory",
+          b % (1u << 20) == 0 ? fmt::format("{} MiB", b >> 20) : fmt::format("{} KiB", (b + 1023) >> 10)));
+    };
+    try {
+      for (int attempt = 0;; ++attempt) {
+        try {
+          return f();
+        } catch (const OverCap&) {
+          if (attempt > 0 || states.empty()) throw too_big();
+          try {
+            flush();
+          } catch (const OverCap&) { throw too_big(); }
+        }
+      }
+    } catch (...) {
+      broken = true;
+      throw;
+    }
+  }
+
+  void start() {
+    begin_expand();
+    for (uint32_t a : g->rule_alts[g->root]) expand(node(a, kEmpty));
+    cur = intern_out();
+    if (cur < 0) fail("grammar: the start rule matches nothing");
+  }
+
+  bool allows(int32_t token);
 };
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> g, std::shared_ptr<const TokenVocab> vocab,
@@ -233,7 +327,7 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> g, std::shared_ptr
   Impl& m = *impl_;
   m.g = std::move(g);
   m.v = std::move(vocab);
-  m.lim = lim;
+  m.lim = std::move(lim);
   m.stats = &stats_;
   for (size_t k = 0; k < m.g->token_names.size(); ++k) {
     const int32_t id = m.v->find_special(m.g->token_names[k]);
@@ -243,13 +337,19 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> g, std::shared_ptr
   }
   m.alpha = 256 + m.token_of_sym.size();
   m.mask_words = (m.v->size() + 63) / 64;
-  m.begin_expand();
-  for (uint32_t a : m.g->rule_alts[m.g->root]) m.expand(m.node(a, kEmpty));
-  m.cur = m.intern_out();
-  if (m.cur < 0) fail("grammar: the start rule matches nothing");
+  m.bounded("the grammar's start", [&] { m.start(); });
 }
 
 GrammarMatcher::~GrammarMatcher() = default;
+
+void GrammarMatcher::check_start(std::shared_ptr<const Grammar> g, const MatcherLimits& lim) {
+  Impl m;
+  Stats st;
+  m.g = std::move(g);
+  m.lim = lim;
+  m.stats = &st;
+  m.bounded("the grammar's start", [&] { m.start(); });
+}
 
 std::span<const uint64_t> GrammarMatcher::allowed() {
   Impl& m = *impl_;
@@ -257,71 +357,86 @@ std::span<const uint64_t> GrammarMatcher::allowed() {
     m.none.assign(m.mask_words, 0);
     return m.none;
   }
-  m.work = 0;
-  if (m.masks[static_cast<size_t>(m.cur)].empty()) {
+  m.bounded("one token's mask", [&] {
     m.maybe_flush();
-    std::vector<uint64_t> fresh;
-    m.compute_mask(m.cur, fresh);
-    m.cache_bytes += fresh.size() * sizeof(uint64_t);
-    m.masks[static_cast<size_t>(m.cur)] = std::move(fresh);
-    ++stats_.mask_computes;
-  } else {
-    ++stats_.mask_hits;
-  }
-  stats_.cache_bytes = m.cache_bytes + m.nodes.size() * 32;
+    if (m.masks[static_cast<size_t>(m.cur)].empty()) {
+      std::vector<uint64_t> fresh;
+      if (m.bytes() + m.mask_words * sizeof(uint64_t) > m.lim.max_bytes) throw OverCap{};
+      m.held += m.mask_words * sizeof(uint64_t);
+      m.compute_mask(m.cur, fresh);
+      m.masks[static_cast<size_t>(m.cur)] = std::move(fresh);
+      ++stats_.mask_computes;
+    } else {
+      ++stats_.mask_hits;
+    }
+  });
+  stats_.bytes = m.bytes();
+  stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.bytes);
   return m.masks[static_cast<size_t>(m.cur)];
 }
 
-bool GrammarMatcher::allows(int32_t token) {
-  Impl& m = *impl_;
-  if (m.ended || token < 0 || static_cast<size_t>(token) >= m.v->size()) return false;
-  const auto& mask = m.masks[static_cast<size_t>(m.cur)];
+bool GrammarMatcher::Impl::allows(int32_t token) {
+  if (ended || token < 0 || static_cast<size_t>(token) >= v->size()) return false;
+  const auto& mask = masks[static_cast<size_t>(cur)];
   if (!mask.empty()) return (mask[static_cast<size_t>(token) >> 6] >> (token & 63)) & 1;
-  switch (m.v->token_class(token)) {
+  switch (v->token_class(token)) {
     case TokenClass::Text: {
-      const std::string& p = m.v->piece(token);
+      const std::string& p = v->piece(token);
       if (p.empty()) return false;
-      int32_t s = m.cur;
+      int32_t s = cur;
       for (unsigned char b : p)
-        if ((s = m.next(s, b)) < 0) return false;
+        if ((s = next(s, b)) < 0) return false;
       return true;
     }
     case TokenClass::Special:
     case TokenClass::Eog: {
-      auto it = m.sym_of_token.find(token);
-      if (it != m.sym_of_token.end() && m.next(m.cur, 256 + it->second) >= 0) return true;
-      return m.v->token_class(token) == TokenClass::Eog && m.state_can_end(m.cur);
+      auto it = sym_of_token.find(token);
+      if (it != sym_of_token.end() && next(cur, 256 + it->second) >= 0) return true;
+      return v->token_class(token) == TokenClass::Eog && state_can_end(cur);
     }
   }
   return false;
 }
 
-void GrammarMatcher::accept(int32_t token) {
+bool GrammarMatcher::allows(int32_t token) {
   Impl& m = *impl_;
-  m.work = 0;
-  if (!allows(token)) fail("grammar: token {} is not allowed here", token);
-  m.maybe_flush();
-  if (m.v->token_class(token) == TokenClass::Text) {
-    int32_t s = m.cur;
-    for (unsigned char b : m.v->piece(token)) s = m.next(s, b);
-    m.cur = s;
-    return;
-  }
-  auto it = m.sym_of_token.find(token);
-  if (it != m.sym_of_token.end()) {
-    if (int32_t s = m.next(m.cur, 256 + it->second); s >= 0) {
-      m.cur = s;
-      return;
-    }
-  }
-  m.ended = true;  // an end-of-generation token where the sentence may end
+  if (m.broken) return false;
+  return m.bounded("one token", [&] { return m.allows(token); });
 }
 
-bool GrammarMatcher::can_end() const { return !impl_->ended && impl_->state_can_end(impl_->cur); }
+void GrammarMatcher::accept(int32_t token) {
+  Impl& m = *impl_;
+  const bool allowed = m.bounded("one token", [&] {
+    m.maybe_flush();
+    if (!m.allows(token)) return false;  // refused before anything changed: the matcher stays usable
+    if (m.v->token_class(token) == TokenClass::Text) {
+      int32_t s = m.cur;
+      for (unsigned char b : m.v->piece(token)) s = m.next(s, b);
+      m.cur = s;
+      return true;
+    }
+    auto it = m.sym_of_token.find(token);
+    if (it != m.sym_of_token.end()) {
+      if (int32_t s = m.next(m.cur, 256 + it->second); s >= 0) {
+        m.cur = s;
+        return true;
+      }
+    }
+    m.ended = true;  // an end-of-generation token where the sentence may end
+    return true;
+  });
+  stats_.bytes = m.bytes();
+  if (!allowed) fail("grammar: token {} is not allowed here", token);
+}
+
+bool GrammarMatcher::can_end() const {
+  return !impl_->ended && !impl_->broken && impl_->state_can_end(impl_->cur);
+}
 
 bool GrammarMatcher::must_end() const {
+  if (impl_->ended || impl_->broken) return true;
   const auto& s = impl_->states[static_cast<size_t>(impl_->cur)];
-  return impl_->ended || (s.size() == 1 && s.front() == kEmpty);
+  return s.size() == 1 && s.front() == kEmpty;
 }
 
 }  // namespace k3::grammar

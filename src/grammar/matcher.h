@@ -6,11 +6,21 @@
 // allowed() contains exactly the tokens after which the grammar can still be completed
 // (every compiled rule can finish, gbnf.h), plus the end-of-generation tokens when the input
 // so far is a complete sentence. accept() refuses (k3::Error) a token the mask excludes.
-// Memory is bounded: past the limits the caches are dropped and rebuilt; a grammar whose
-// single state needs more than the limits (pathologically ambiguous) is a k3::Error.
+// Every allowed() and accept() is bounded (MatcherLimits): in parser steps (stack
+// expansion, node creation, interning and sorting all count), in CPU time of the calling
+// thread, and by a cancellation probe; past a limit it throws grammar::BudgetExceeded, on
+// cancellation grammar::Cancelled. Memory is bounded by max_bytes, which counts everything the
+// matcher holds (stack nodes and their index, states and theirs, transition tables, masks,
+// scratch) and is checked as the work proceeds: when it is reached the caches are dropped and
+// the work redone from the current state; when a single token needs more than max_bytes from
+// a fresh cache it is BudgetExceeded. More than max_stacks_per_state parses alive at once
+// (pathological ambiguity) is a k3::Error. check_start() runs the start state alone, so a
+// server can refuse such a grammar before it holds a slot.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <unordered_map>
@@ -23,10 +33,13 @@ namespace k3::grammar {
 
 struct MatcherLimits {
   size_t max_stacks_per_state = 4096;
-  size_t max_cache_bytes = 256u << 20;  // transition tables + cached masks
-  // Parser steps one mask or one token may take (a bound on the time a hostile grammar can
-  // hold the sampler: ~50M steps is about half a second).
+  size_t max_bytes = 64u << 20;  // all the matcher holds (caches, nodes, indexes, scratch)
+  // Parser steps one mask or one token may take (~50M steps is about half a second).
   size_t max_work_per_token = 50'000'000;
+  // CPU time of the calling thread one mask or one token may take.
+  std::chrono::nanoseconds max_cpu_per_token = std::chrono::seconds(2);
+  // Asked every few thousand steps; true stops the work with grammar::Cancelled.
+  std::function<bool()> cancelled;
 };
 
 class GrammarMatcher {
@@ -35,6 +48,9 @@ class GrammarMatcher {
   GrammarMatcher(std::shared_ptr<const Grammar> g, std::shared_ptr<const TokenVocab> vocab,
                  MatcherLimits lim = {});
   ~GrammarMatcher();
+  // Builds the start state of `g` under `lim` and drops it: throws what the constructor would
+  // for a grammar too ambiguous or too costly to start (needs no vocabulary).
+  static void check_start(std::shared_ptr<const Grammar> g, const MatcherLimits& lim = {});
   GrammarMatcher(const GrammarMatcher&) = delete;
   GrammarMatcher& operator=(const GrammarMatcher&) = delete;
 
@@ -48,7 +64,9 @@ class GrammarMatcher {
   bool must_end() const;
 
   struct Stats {
-    size_t states = 0, mask_computes = 0, mask_hits = 0, flushes = 0, cache_bytes = 0;
+    size_t states = 0, mask_computes = 0, mask_hits = 0, flushes = 0;
+    size_t bytes = 0;       // held now (what max_bytes bounds)
+    size_t peak_bytes = 0;  // the most held at any check
   };
   Stats stats() const { return stats_; }
 

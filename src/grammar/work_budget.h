@@ -5,8 +5,13 @@
 // BudgetExceeded, when `cancelled` answers true (the client hung up, the server drains) it
 // throws Cancelled. Both are k3::Error, so callers that only know k3::Error still stop; the
 // server tells them apart to answer 4xx or to drop the request silently.
+// The limit is wall time by default; a budget made with Measure::ThreadCpu counts the CPU time
+// of the thread that ticks it instead, so work run at low priority (a grammar mask computed
+// beside the decoder) is charged what it did, not how long it waited for a core.
 // A default-constructed budget never expires and is never cancelled (tools and tests).
 #pragma once
+
+#include <time.h>
 
 #include <chrono>
 #include <cstddef>
@@ -32,12 +37,17 @@ class WorkBudget {
   using Clock = std::chrono::steady_clock;
   static constexpr size_t kPollEvery = 4096;
 
+  enum class Measure { Wall, ThreadCpu };
+
   WorkBudget() = default;
   // `what` names the work in messages ("compiling the grammar", "the grammar's mask").
-  WorkBudget(std::string what, Clock::duration limit, std::function<bool()> cancelled = {})
+  WorkBudget(std::string what, Clock::duration limit, std::function<bool()> cancelled = {},
+             Measure measure = Measure::Wall)
       : what_(std::move(what)),
         limit_(limit),
-        deadline_(limit >= Clock::duration::max() / 2 ? Clock::time_point::max() : Clock::now() + limit),
+        measure_(measure),
+        unlimited_(limit >= Clock::duration::max() / 2),
+        start_(now()),
         cancelled_(std::move(cancelled)) {}
 
   void tick(size_t n = 1) {
@@ -49,18 +59,28 @@ class WorkBudget {
   void poll() {
     next_poll_ = ticks_ + kPollEvery;
     if (cancelled_ && cancelled_()) throw Cancelled(fmt::format("grammar: {} was cancelled", what_));
-    if (Clock::now() > deadline_)
-      throw BudgetExceeded(
-          fmt::format("grammar: {} took longer than its limit of {} ms", what_,
-                      std::chrono::duration_cast<std::chrono::milliseconds>(limit_).count()));
+    if (!unlimited_ && now() - start_ > limit_)
+      throw BudgetExceeded(fmt::format("grammar: {} took longer than its limit of {} ms{}", what_,
+                                       std::chrono::duration_cast<std::chrono::milliseconds>(limit_).count(),
+                                       measure_ == Measure::ThreadCpu ? " of CPU time" : ""));
   }
 
   size_t ticks() const { return ticks_; }
 
  private:
+  Clock::duration now() const {
+    if (measure_ == Measure::Wall) return Clock::now().time_since_epoch();
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::seconds(ts.tv_sec) +
+                                                       std::chrono::nanoseconds(ts.tv_nsec));
+  }
+
   std::string what_;
   Clock::duration limit_ = Clock::duration::max();
-  Clock::time_point deadline_ = Clock::time_point::max();
+  Measure measure_ = Measure::Wall;
+  bool unlimited_ = true;
+  Clock::duration start_{};
   std::function<bool()> cancelled_;
   size_t ticks_ = 0;
   size_t next_poll_ = kPollEvery;

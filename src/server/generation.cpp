@@ -5,6 +5,9 @@
 
 #include "core/error.h"
 #include "grammar/matcher.h"
+#include "grammar/work_budget.h"
+#include "server/api_error.h"
+#include "server/mask_worker.h"
 
 namespace k3::server {
 
@@ -12,7 +15,8 @@ using text::StopReason;
 using text::TokenKind;
 
 Generation::Generation(Job& job, const text::Tokenizer& tok, const VocabRoles& roles, int64_t max_tokens,
-                       std::shared_ptr<const grammar::TokenVocab> gvocab)
+                       std::shared_ptr<const grammar::TokenVocab> gvocab, const grammar::MatcherLimits* glim,
+                       std::function<void()> on_mask_ready)
     : job_(job),
       tok_(tok),
       roles_(roles),
@@ -21,7 +25,10 @@ Generation::Generation(Job& job, const text::Tokenizer& tok, const VocabRoles& r
       stop_(job.params.stop) {
   if (job.grammar) {
     if (!gvocab) fail("generation: a grammar needs the matcher's vocabulary");
-    matcher_ = std::make_unique<grammar::GrammarMatcher>(job.grammar, std::move(gvocab));
+    grammar::MatcherLimits lim = glim ? *glim : grammar::MatcherLimits{};
+    lim.cancelled = [&job] { return job.cancelled.load(); };
+    matcher_ = std::make_unique<MaskWorker>(job.grammar, std::move(gvocab), std::move(lim),
+                                            std::move(on_mask_ready));
   }
   // Prompt tokens enter the penalty window, as in llama.cpp.
   for (int32_t t : job.prompt) sampler_.accept(t);
@@ -65,10 +72,33 @@ int32_t Generation::choose(std::span<const float> logits) {
     return roles_.end_token(tok_);
   }
   if (matcher_) {
-    if (matcher_->must_end()) return roles_.end_token(tok_);
-    return sampler_.sample(logits, matcher_->allowed());
+    if (!matcher_->ready()) {
+      held_logits_.assign(logits.begin(), logits.end());
+      return kWaiting;
+    }
+    return constrained(logits);
   }
   return sampler_.sample(logits);
+}
+
+bool Generation::mask_ready() const { return !matcher_ || matcher_->ready(); }
+
+int32_t Generation::resume() {
+  const int32_t t = constrained(held_logits_);
+  std::vector<float>().swap(held_logits_);
+  return t;
+}
+
+int32_t Generation::constrained(std::span<const float> logits) {
+  try {
+    matcher_->check();
+  } catch (const grammar::Cancelled&) {
+    throw;
+  } catch (const std::exception& e) {  // the grammar's limits, or a token it refused
+    throw ApiError(400, "invalid_request_error", e.what());
+  }
+  if (matcher_->must_end()) return roles_.end_token(tok_);
+  return sampler_.sample(logits, matcher_->mask());
 }
 
 void Generation::push_delta(text::ParseDelta&& d) {
@@ -98,7 +128,7 @@ bool Generation::accept(int32_t token, bool can_continue) {
   if (done_) return true;
   ++n_generated_;
   sampler_.accept(token);
-  if (matcher_ && !matcher_->must_end()) matcher_->accept(token);  // throws on a token it refuses
+  if (matcher_) matcher_->feed(token);  // a token it refuses is an error at the next mask
   TokenKind kind = roles_.kind(tok_, token);
   const std::string& piece = tok_.token_bytes(token);
   if (budget_) budget_->observe(kind, kind == TokenKind::Text ? std::string_view(piece) : std::string_view());

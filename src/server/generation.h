@@ -9,14 +9,20 @@
 // token produced (sampled or injected), the end token included.
 // With a grammar (Job::grammar) every sampled token is drawn from the grammar's mask, every
 // token (forced ones included) advances it, and once the grammar is complete with nothing
-// more to follow the end token is chosen without sampling.
+// more to follow the end token is chosen without sampling. The matcher runs on its own
+// low-priority thread (server/mask_worker.h): when the mask a token needs is not computed yet,
+// choose() keeps the logits and answers kWaiting, and resume() chooses from them once
+// mask_ready(). A grammar past its limits ends the request as an ApiError 400; a request that
+// went away while its mask was computed throws grammar::Cancelled.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "runtime/sampler.h"
 #include "server/job.h"
@@ -28,21 +34,33 @@
 #include "text/tokenizer.h"
 
 namespace k3::grammar {
-class GrammarMatcher;
+struct MatcherLimits;
 class TokenVocab;
 }  // namespace k3::grammar
 
 namespace k3::server {
 
+class MaskWorker;
+
 class Generation {
  public:
+  static constexpr int32_t kWaiting = -1;
+
   // max_tokens: the request's limit after capping to the context (> 0).
-  // gvocab: the vocabulary as the grammar matcher sees it (needed when job.grammar is set).
+  // gvocab: the vocabulary as the grammar matcher sees it (needed when job.grammar is set);
+  // glim: the matcher's limits; on_mask_ready: called (on another thread) when a mask the
+  // request waits for is done.
   Generation(Job& job, const text::Tokenizer& tok, const VocabRoles& roles, int64_t max_tokens,
-             std::shared_ptr<const grammar::TokenVocab> gvocab = nullptr);
+             std::shared_ptr<const grammar::TokenVocab> gvocab = nullptr,
+             const grammar::MatcherLimits* glim = nullptr, std::function<void()> on_mask_ready = {});
   ~Generation();
 
+  // The next token, or kWaiting (the logits are kept for resume()).
   int32_t choose(std::span<const float> logits);
+  // No mask is pending (always true without a grammar).
+  bool mask_ready() const;
+  // After kWaiting, once mask_ready(): the token for the kept logits.
+  int32_t resume();
   // can_continue: the sequence has room to decode this token (else the context is full).
   bool accept(int32_t token, bool can_continue);
   // Called once when the prompt has been decoded (pushes Started).
@@ -50,6 +68,7 @@ class Generation {
   int64_t n_generated() const { return n_generated_; }
 
  private:
+  int32_t constrained(std::span<const float> logits);
   bool finish(text::StopReason why);
   void feed_text(std::string_view bytes);
   void push_delta(text::ParseDelta&& d);
@@ -63,7 +82,8 @@ class Generation {
   std::optional<text::OutputParser> parser_;     // chat
   std::optional<text::ReasoningBudget> budget_;  // chat with a budget
   text::Utf8Stream utf8_;                        // raw completions
-  std::unique_ptr<grammar::GrammarMatcher> matcher_;
+  std::unique_ptr<MaskWorker> matcher_;
+  std::vector<float> held_logits_;  // the logits of a choose() that answered kWaiting
   std::deque<int32_t> forced_;
   size_t script_pos_ = 0;
   int64_t n_generated_ = 0;

@@ -9,6 +9,7 @@
 #include "grammar/chat_grammar.h"
 #include "grammar/gbnf.h"
 #include "grammar/json_schema.h"
+#include "grammar/matcher.h"
 #include "grammar/work_budget.h"
 #include "server/api_error.h"
 #include "server/grammar_ledger.h"
@@ -113,8 +114,16 @@ std::shared_ptr<const grammar::Grammar> compile(const std::vector<grammar::GbnfS
     if (id < 0 || !(tok.is_control(id) || tok.is_eog(id)))
       bad_request(param, "grammar: the vocabulary has no special token {}", name);
   }
-  if (opt.ledger) return opt.ledger->hold(std::move(g));
-  return std::make_shared<const grammar::Grammar>(std::move(g));
+  std::shared_ptr<const grammar::Grammar> held =
+      opt.ledger ? opt.ledger->hold(std::move(g)) : std::make_shared<const grammar::Grammar>(std::move(g));
+  // A grammar too ambiguous to start is the client's mistake: a 400 now, not a failure
+  // after the request took a slot.
+  try {
+    grammar::MatcherLimits lim;
+    if (opt.matcher_bytes) lim.max_bytes = opt.matcher_bytes;
+    grammar::GrammarMatcher::check_start(held, lim);
+  } catch (const k3::Error& e) { bad_request(param, "{}", e.what()); }
+  return held;
 }
 
 }  // namespace

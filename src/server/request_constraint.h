@@ -34,6 +34,7 @@ class GrammarLedger;
 struct ConstraintOptions {
   grammar::WorkBudget* budget = nullptr;  // the compile's deadline and cancellation; null: none
   GrammarLedger* ledger = nullptr;        // where the compiled grammar is counted; null: nowhere
+  size_t matcher_bytes = 0;               // the matcher's memory cap for the start check; 0: its default
 };
 
 std::shared_ptr<const grammar::Grammar> chat_constraint(const text::Json& req, bool thinking,

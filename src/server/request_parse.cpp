@@ -29,6 +29,7 @@ std::shared_ptr<const grammar::Grammar> constrain(const RequestLimits& lim, Comp
   ConstraintOptions o;
   o.budget = &budget;
   o.ledger = lim.grammar_ledger;
+  o.matcher_bytes = lim.grammar_matcher_bytes;
   return compile(o);
 }
 

@@ -37,6 +37,7 @@ struct RequestLimits {
   std::chrono::milliseconds grammar_compile_limit{2000};
   std::function<bool()> cancelled;
   GrammarLedger* grammar_ledger = nullptr;
+  size_t grammar_matcher_bytes = 0;  // a matcher's memory cap (the start check); 0: its default
 };
 
 text::Json parse_body(std::string_view body);

@@ -9,6 +9,8 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
+#include "grammar/matcher.h"
+#include "grammar/work_budget.h"
 #include "grammar/token_vocab.h"
 #include "model/model.h"
 #include "runtime/engine.h"
@@ -37,10 +39,14 @@ struct Scheduler::Slot {
   size_t snap_at = 0;    // this job's snapshot point (0: none)
   std::shared_ptr<Job> job;
   std::unique_ptr<Generation> gen;
-  size_t n_fed = 0;   // prompt tokens decoded so far
-  int32_t next = -1;  // generated token waiting to be decoded
+  size_t n_fed = 0;      // prompt tokens decoded so far
+  int32_t next = -1;     // generated token waiting to be decoded
+  bool started = false;  // its prompt is decoded (Generation::prompt_done was called)
+  bool waiting = false;  // its logits wait for the grammar's mask (Generation::kWaiting)
   Clock::time_point t_start;
   bool generating() const { return job && next >= 0; }
+  // Something for the next step to do: not a slot whose mask is still being computed.
+  bool runnable() const { return job && !(waiting && gen && !gen->mask_ready()); }
 };
 
 runtime::EngineOptions SchedulerOptions::engine_options() const {
@@ -111,6 +117,8 @@ void Scheduler::release(Slot& s) {
   s.gen.reset();
   s.n_fed = 0;
   s.next = -1;
+  s.started = false;
+  s.waiting = false;
   s.from = -1;
   s.restore = false;
   s.snap_at = 0;
@@ -161,7 +169,14 @@ void Scheduler::loop() {
       // Counted before waiting, so /metrics and drain() see a slot freed by the last step.
       stats_.slots_busy = n_busy();
       stats_.queued = queue_.size();
-      cv_.wait(lk, [&] { return stopping_ || !queue_.empty() || n_busy() > 0; });
+      // A slot waiting for its mask is woken by its worker (wake()); the timeout still
+      // checks such slots for cancellation and deadlines.
+      auto work = [&] {
+        return stopping_ || !queue_.empty() ||
+               std::any_of(slots.begin(), slots.end(), [](const Slot& s) { return s.runnable(); });
+      };
+      if (n_busy() > 0) cv_.wait_for(lk, std::chrono::milliseconds(50), work);
+      else cv_.wait(lk, work);
       if (stopping_) break;
       Clock::time_point now = Clock::now();
       // Expired or abandoned jobs leave the queue without taking a slot.
@@ -215,13 +230,14 @@ void Scheduler::loop() {
     }
     step(slots, snaps);
   }
-  // Shutting down: nobody waits for an answer that will not come.
-  std::lock_guard<std::mutex> lk(mu_);
+  // Shutting down: nobody waits for an answer that will not come. Slots are released
+  // without the lock: a mask worker's wake() takes it, and release() joins the worker.
   for (Slot& s : slots)
     if (s.job) {
       fail_job(*s.job, 503, "unavailable_error", "the server is shutting down");
       release(s);
     }
+  std::lock_guard<std::mutex> lk(mu_);
   for (auto& j : queue_) fail_job(*j, 503, "unavailable_error", "the server is shutting down");
   queue_.clear();
   stats_.queued = 0;
@@ -259,6 +275,48 @@ void Scheduler::step(std::vector<Slot>& slots, std::vector<Snapshot>& snaps) {
       }
     }
 
+  // A failure of one request's generation ends that request, never the scheduler thread.
+  auto guarded = [&](Slot& s, auto&& f) {
+    try {
+      f();
+    } catch (const ApiError& e) {  // the request's own limits (a grammar past its budget)
+      fail_job(*s.job, e.status(), e.type().c_str(), e.what());
+      ++n_fail;
+      release(s);
+    } catch (const grammar::Cancelled&) {  // it went away while its mask was computed
+      ++n_cancel;
+      release(s);
+    } catch (const std::exception& e) {
+      log::error("generation failed: {}", e.what());
+      fail_job(*s.job, 500, "server_error", fmt::format("generation failed: {}", e.what()));
+      ++n_fail;
+      release(s);
+    }
+  };
+
+  // A new job's generation starts before its prompt is decoded, so its grammar's first mask
+  // is computed (on the mask worker) while the prompt is.
+  for (Slot& s : slots)
+    if (s.job && !s.gen)
+      guarded(s, [&] {
+        if (s.job->grammar && !gvocab_)
+          gvocab_ = grammar::TokenVocab::from_tokenizer(*tok_, {roles_.end_of_msg});
+        grammar::MatcherLimits glim;
+        glim.max_bytes = opts_.grammar_bytes;
+        glim.max_cpu_per_token = std::chrono::milliseconds(opts_.grammar_cpu_ms);
+        s.gen = std::make_unique<Generation>(*s.job, *tok_, roles_, s.job->params.max_tokens, gvocab_, &glim,
+                                             [this] { wake(); });
+      });
+
+  // Slots whose mask has arrived choose from the logits they kept, and join this batch.
+  uint64_t n_resumed = 0;
+  for (Slot& s : slots)
+    if (s.job && s.waiting && s.gen->mask_ready())
+      guarded(s, [&] {
+        ++n_resumed;
+        take(s, s.gen->resume(), n_done);
+      });
+
   // One batch: every generating slot's next token, then prompt chunks within n_batch.
   std::vector<runtime::BatchToken> batch;
   std::vector<Slot*> with_logits;
@@ -271,7 +329,7 @@ void Scheduler::step(std::vector<Slot>& slots, std::vector<Snapshot>& snaps) {
     ++n_gen_tokens;
   }
   for (Slot& s : slots) {
-    if (!s.job || s.generating() || prompt_budget <= 0) continue;
+    if (!s.job || s.started || prompt_budget <= 0) continue;
     const std::vector<int32_t>& p = s.job->prompt;
     // A chunk ends at the snapshot point, so the state there can be copied after the step.
     size_t end = s.snap_at > s.n_fed ? s.snap_at : p.size();
@@ -289,6 +347,8 @@ void Scheduler::step(std::vector<Slot>& slots, std::vector<Snapshot>& snaps) {
     std::lock_guard<std::mutex> lk(mu_);
     stats_.requests_cancelled += n_cancel;
     stats_.requests_failed += n_fail;
+    stats_.requests_finished += n_done;
+    stats_.predicted_tokens_total += n_resumed;
     return;
   }
 
@@ -335,32 +395,19 @@ void Scheduler::step(std::vector<Slot>& slots, std::vector<Snapshot>& snaps) {
   // Logits rows come back in batch order: generating slots first, then finished prompts,
   // which is the order of with_logits.
   const size_t n_vocab = static_cast<size_t>(engine_->n_vocab());
-  int64_t n_accepted = 0;
+  int64_t n_accepted = static_cast<int64_t>(n_resumed);
   for (size_t r = 0; r < with_logits.size(); ++r) {
     Slot& s = *with_logits[r];
     std::span<const float> row(logits.data() + r * n_vocab, n_vocab);
-    try {
-      if (!s.generating()) {
-        if (s.job->grammar && !gvocab_)
-          gvocab_ = grammar::TokenVocab::from_tokenizer(*tok_, {roles_.end_of_msg});
-        s.gen = std::make_unique<Generation>(*s.job, *tok_, roles_, s.job->params.max_tokens, gvocab_);
+    guarded(s, [&] {
+      if (!s.started) {
+        s.started = true;
         s.gen->prompt_done(std::chrono::duration<double, std::milli>(t1 - s.t_start).count());
       }
-      int32_t t = s.gen->choose(row);
-      ++n_accepted;
-      bool room = engine_->seq_pos(s.seq) < n_ctx_;
-      if (s.gen->accept(t, room)) {
-        ++n_done;
-        release(s);
-      } else {
-        s.next = t;
-      }
-    } catch (const std::exception& e) {
-      log::error("generation failed: {}", e.what());
-      fail_job(*s.job, 500, "server_error", fmt::format("generation failed: {}", e.what()));
-      ++n_fail;
-      release(s);
-    }
+      const int32_t t = s.gen->choose(row);
+      if (t != Generation::kWaiting) ++n_accepted;
+      take(s, t, n_done);
+    });
   }
 
   std::lock_guard<std::mutex> lk(mu_);
@@ -382,6 +429,25 @@ void Scheduler::step(std::vector<Slot>& slots, std::vector<Snapshot>& snaps) {
   for (auto& [t, n] : rate_window_) sum += n;
   double span = std::chrono::duration<double>(t1 - rate_window_.front().first).count() + dt;
   stats_.predicted_tokens_per_second = span > 0 ? static_cast<double>(sum) / span : 0;
+}
+
+bool Scheduler::take(Slot& s, int32_t t, uint64_t& n_done) {
+  s.next = -1;
+  s.waiting = t == Generation::kWaiting;
+  if (s.waiting) return false;
+  const bool room = engine_->seq_pos(s.seq) < n_ctx_;
+  if (s.gen->accept(t, room)) {
+    ++n_done;
+    release(s);
+    return true;
+  }
+  s.next = t;
+  return false;
+}
+
+void Scheduler::wake() {
+  { std::lock_guard<std::mutex> lk(mu_); }  // a waiter between its check and its sleep sees it
+  cv_.notify_all();
 }
 
 }  // namespace k3::server

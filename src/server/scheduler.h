@@ -12,6 +12,8 @@
 // prefix of an earlier prompt (job->snapshot_at). A new job takes any free slot; when its
 // prompt starts with a snapshot's whole token list (same owner only) the slot is restored
 // from it and decodes only the rest. Which entry a new snapshot replaces: pick_snapshot().
+// Grammar masks are computed off this thread (server/generation.h): a slot whose mask is not
+// ready sits out of the batch until its worker wakes the scheduler, so it delays only itself.
 #pragma once
 
 #include <condition_variable>
@@ -51,6 +53,10 @@ struct SchedulerOptions {
   size_t queue_max = 64;                    // waiting jobs beyond the slots
   bool prompt_cache = true;                 // keep n_slots prompt snapshots for reuse
   model::Collective* collective = nullptr;  // a distributed run (model/collective.h); null: one process
+  // A constrained request's grammar matcher, per slot (server/mask_worker.h): what it may
+  // hold, and the CPU time one token's mask may take on its worker thread.
+  size_t grammar_bytes = 64u << 20;
+  int64_t grammar_cpu_ms = 2000;
   // Engine sequences the scheduler holds: one per slot, and one more per slot for its
   // prompt-cache snapshot. A memory plan must count all of them.
   int n_sequences() const { return n_slots * (prompt_cache ? 2 : 1); }
@@ -95,6 +101,9 @@ class Scheduler {
   static constexpr size_t kNoSnapshot = static_cast<size_t>(-1);
   static size_t pick_snapshot(const Slot& s, const std::vector<Snapshot>& snaps, uint64_t n_admitted);
   void release(Slot& s);
+  // Samples `t` into slot `s` (or finishes its request); true when the slot was released.
+  bool take(Slot& s, int32_t t, uint64_t& n_done);
+  void wake();
   void fail_job(Job& job, int status, const char* type, const std::string& msg);
 
   SchedulerOptions opts_;

@@ -269,6 +269,7 @@ struct Server::Impl {
 RequestLimits Server::Impl::request_limits() const {
   RequestLimits lim = opts.limits;
   lim.grammar_ledger = grammars.get();
+  lim.grammar_matcher_bytes = opts.sched.grammar_bytes;
   HttpConnection* conn = t_conn;
   lim.cancelled = [this, conn, next = Clock::now()]() mutable {
     const Clock::time_point now = Clock::now();

@@ -96,6 +96,9 @@ MemoryPlan plan_memory(const model::Model& m, uint64_t budget, const EngineShape
              hp.n_kda_layers() * kda_state);
   p.work = work_bytes(hp, shape.n_ubatch, shape.n_ctx);
   p.overhead = kOverheadBytes;
+  p.app = shape.app_bytes;
+  p.app_what = shape.app_what;
+  p.app_note = shape.app_note;
 
   // The MoE code may hold a group of experts at once (8 today) while the next layer's are read.
   p.min_slots = std::max<uint64_t>(16, 2ull * hp.n_expert_used + 8);
@@ -106,10 +109,11 @@ MemoryPlan plan_memory(const model::Model& m, uint64_t budget, const EngineShape
     if (budget < p.minimum_budget())
       fail(
           "--ram-budget {}: too small for this model; the minimum is {} (trunk {} + state {} + "
-          "work {} + overhead {} + {} expert slots of {}). Raise the budget, shorten -c/--parallel, "
+          "work {} + overhead {}{} + {} expert slots of {}). Raise the budget, shorten -c/--parallel, "
           "or use --mmap",
           format_size(budget), format_size(round_up(p.minimum_budget(), 1 << 20)), format_size(p.trunk),
-          format_size(p.state), format_size(p.work), format_size(p.overhead), p.min_slots,
+          format_size(p.state), format_size(p.work), format_size(p.overhead),
+          p.app ? fmt::format(" + {} {}", p.app_what, format_size(p.app)) : std::string(), p.min_slots,
           format_size(p.slot_bytes));
     p.slots = std::min<uint64_t>((budget - p.fixed()) / p.slot_bytes, p.n_experts);
   }
@@ -126,6 +130,7 @@ std::string plan_table(const MemoryPlan& p) {
   row("state", p.state, "KV/KDA state at full context");
   row("work", p.work, "activation buffers (estimate)");
   row("overhead", p.overhead, "code, heap, threads");
+  if (p.app) row(p.app_what.c_str(), p.app, p.app_note);
   row("expert cache", p.cache(),
       fmt::format("{} slots of {} = {:.1f}% of {} experts ({})", p.slots, format_size(p.slot_bytes),
                   100.0 * p.cache_fraction(), p.n_experts, format_size(p.experts_total)));

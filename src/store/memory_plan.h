@@ -47,14 +47,20 @@ struct EngineShape {
   int n_seq = 1;           // sequences held at once
   int64_t n_ubatch = 512;  // tokens per micro-batch
   bool cache_f16 = false;  // MLA cache precision
+  // What the command holds besides the engine, planned as its own row (k3 serve: the grammar
+  // matchers, one per slot, and the server-wide cap on compiled grammars).
+  uint64_t app_bytes = 0;
+  std::string app_what, app_note;  // the row's name and what it holds
 };
 
 struct MemoryPlan {
-  uint64_t budget = 0;             // as asked (kUnlimited possible)
-  uint64_t trunk = 0;              // resident non-expert tensors
-  uint64_t state = 0;              // sequence state at full context
-  uint64_t work = 0;               // activation buffers (estimate)
-  uint64_t overhead = 0;           // code, heap, threads
+  uint64_t budget = 0;    // as asked (kUnlimited possible)
+  uint64_t trunk = 0;     // resident non-expert tensors
+  uint64_t state = 0;     // sequence state at full context
+  uint64_t work = 0;      // activation buffers (estimate)
+  uint64_t overhead = 0;  // code, heap, threads
+  uint64_t app = 0;       // the command's own (EngineShape::app_bytes)
+  std::string app_what, app_note;
   uint64_t expert_bytes = 0;       // one expert's gate+up+down as stored
   uint64_t region[3] = {0, 0, 0};  // slot bytes for gate, up, down (largest over layers)
   uint64_t slot_bytes = 0;         // one cache slot: the three regions
@@ -63,7 +69,7 @@ struct MemoryPlan {
   uint64_t slots = 0;              // cache slots planned
   uint64_t min_slots = 0;
   uint64_t cache() const { return slots * slot_bytes; }
-  uint64_t fixed() const { return trunk + state + work + overhead; }
+  uint64_t fixed() const { return trunk + state + work + overhead + app; }
   uint64_t total() const { return fixed() + cache(); }
   uint64_t minimum_budget() const { return fixed() + min_slots * slot_bytes; }
   double cache_fraction() const {  // share of all experts the cache can hold

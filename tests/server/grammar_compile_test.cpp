@@ -108,5 +108,54 @@ TEST(ServerGrammarCompile, LedgerCapsTheGrammarsRequestsHold) {
   EXPECT_EQ(s.post("/v1/completions", completion("root ::= \"a\"")).first, 200);
 }
 
+// Palindromes over the printable bytes: each first byte leads to its own state of ~190 parses,
+// so the first mask alone needs about 1.5 MiB of parser memory, the start state 20 KiB.
+std::string palindrome() {
+  std::string alts;
+  for (int c = 'a'; c <= 'z'; ++c) {
+    const std::string l = std::string("\"") + static_cast<char>(c) + "\"";
+    alts += (alts.empty() ? "" : " | ") + l + " r " + l + " | " + l;
+  }
+  for (int c = '0'; c <= '9'; ++c) {
+    const std::string l = std::string("\"") + static_cast<char>(c) + "\"";
+    alts += " | " + l + " r " + l + " | " + l;
+  }
+  return "root ::= r\nr ::= ( " + alts + " )?\n";
+}
+
+// A grammar too ambiguous to start (5000 parses where the matcher allows 4096) is a 400 from
+// the compile, before the request takes a slot (b3e1fee: a 500 from the scheduler).
+TEST(ServerGrammarMatcher, TooAmbiguousToStartIsA400) {
+  TestServer s;
+  std::string alts = "root ::= ";
+  for (int i = 0; i < 5000; ++i) alts += (i ? " | \"" : "\"") + std::to_string(i) + "x\"";
+  Json e = expect_error(s.post("/v1/completions", completion(alts)), 400, "invalid_request_error");
+  EXPECT_NE(e["message"].get<std::string>().find("parses alive"), std::string::npos) << e.dump();
+  EXPECT_EQ(e["param"], "grammar");
+  EXPECT_EQ(s.post("/v1/completions", completion("root ::= \"a\"")).first, 200);
+}
+
+// A mask past the matcher's memory cap ends its request with a 400 that names the limit, and
+// the server goes on (b3e1fee checked the cap only between tokens and let it grow).
+TEST(ServerGrammarMatcher, MaskPastItsMemoryIsA400AndTheServerGoesOn) {
+  ServerOptions o = default_options();
+  o.sched.grammar_bytes = 256 << 10;
+  TestServer s(o);
+  Json req = completion(palindrome());
+  req["max_tokens"] = 8;
+  Json e = expect_error(s.post("/v1/completions", req), 400, "invalid_request_error");
+  EXPECT_NE(e["message"].get<std::string>().find("256 KiB of parser memory"), std::string::npos) << e.dump();
+  // Streamed, the same limit arrives as the stream's error event.
+  req["stream"] = true;
+  auto r = s.post_raw("/v1/completions", req);
+  EXPECT_NE(r.second.find("256 KiB of parser memory"), std::string::npos) << r.second;
+  auto ok = s.post("/v1/completions", completion("root ::= [a-z]+"));
+  EXPECT_EQ(ok.first, 200) << ok.second.dump();
+  o.sched.grammar_bytes = 64 << 20;  // with the default cap the same grammar decodes
+  TestServer roomy(o);
+  auto fine = roomy.post("/v1/completions", completion(palindrome()));
+  EXPECT_EQ(fine.first, 200) << fine.second.dump();
+}
+
 }  // namespace
 }  // namespace k3::server::test

@@ -10,7 +10,7 @@
 
 namespace {
 
-double planned_state_mib(const std::string& extra) {
+double planned_mib(const std::string& row, const std::string& extra) {
   // Per test: ctest runs the tests of this file in parallel processes.
   const std::string log = testing::TempDir() + "serve_plan_" +
                           testing::UnitTest::GetInstance()->current_test_info()->name() + ".txt";
@@ -20,13 +20,15 @@ double planned_state_mib(const std::string& extra) {
   (void)std::system(cmd.c_str());
   std::ifstream f(log);
   const std::string text((std::istreambuf_iterator<char>(f)), {});
-  const size_t at = text.find("  state ");
+  const size_t at = text.find("  " + row + " ");
   if (at == std::string::npos) {
     ADD_FAILURE() << text;
     return 0;
   }
-  return std::stod(text.substr(at + 8));
+  return std::stod(text.substr(at + row.size() + 3));
 }
+
+double planned_state_mib(const std::string& extra) { return planned_mib("state", extra); }
 
 TEST(ServePlan, PromptCacheSnapshotsAreCounted) {
   const double with = planned_state_mib(""), without = planned_state_mib("--no-prompt-cache");
@@ -35,3 +37,10 @@ TEST(ServePlan, PromptCacheSnapshotsAreCounted) {
 }
 
 }  // namespace
+
+// Constrained decoding's memory is planned: one grammar matcher per slot plus the
+// server-wide cap on compiled grammars (docs/grammar.md, "Limits").
+TEST(ServePlan, GrammarMemoryIsCounted) {
+  EXPECT_NEAR(planned_mib("grammars", ""), 2 * 64 + 128, 0.1);
+  EXPECT_NEAR(planned_mib("grammars", "--grammar-memory 16 --grammars-memory 32"), 2 * 16 + 32, 0.1);
+}
