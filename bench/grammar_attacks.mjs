@@ -1,4 +1,4 @@
-// bench/grammar_attacks.mjs K3 [LABEL]: measures issue 41's rows 1-6 against `K3 serve`,
+// bench/grammar_attacks.mjs K3 [LABEL]: measures the structured-output security review's rows 1-6 against `K3 serve`,
 // started as the security review ran it (embedded k3-tiny, --api-key, --parallel 2,
 // --request-timeout 5), a fresh server per row because VmHWM is the process's peak. For each
 // row: bytes on the wire, the outcome, the time, and the server's RSS before, at its peak and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/grammar_attacks.sh [K3_BINARY] [LABEL]: issue 41's grammar attacks (rows 1-6) against
+# bench/grammar_attacks.sh [K3_BINARY] [LABEL]: the structured-output security review's grammar attacks (rows 1-6) against
 # a fresh `k3 serve` each (embedded k3-tiny, --api-key, --parallel 2, --request-timeout 5, as
 # the security review ran it), with wire bytes, outcome, time and the server's RSS before, at
 # its peak and after. Prints a markdown table headed LABEL (default: the binary's commit).

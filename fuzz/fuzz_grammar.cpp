@@ -75,6 +75,7 @@ void run_matcher(std::shared_ptr<const grammar::Grammar> g, std::string_view fee
   grammar::MatcherLimits lim;
   lim.max_bytes = 8u << 20;
   lim.max_work_per_token = 2'000'000;
+  lim.max_cpu_per_token = std::chrono::seconds(1);
   std::unique_ptr<grammar::GrammarMatcher> m;
   try {
     m = std::make_unique<grammar::GrammarMatcher>(g, vocab(), lim);

@@ -1,4 +1,4 @@
-// tests/e2e/grammar_attacks.mjs: the grammar and schema attacks of issue 41 as request bodies,
+// tests/e2e/grammar_attacks.mjs: the grammar and schema attacks of the structured-output security review as request bodies,
 // shared by tests/e2e/hostile_grammar.test.mjs (which asserts the server survives them) and
 // bench/grammar_attacks.mjs (which measures what they cost). Each builder returns plain data
 // (a GBNF string, a schema object or a request body object), so the sizes the issue quotes can

@@ -1,5 +1,5 @@
 // tests/e2e/grammar_victim.test.mjs: one client's hostile grammar must not slow the others
-// (issue 41, row 2: masks computed on the thread that decodes for every client took a normal
+// (the structured-output review, row 2: masks computed on the thread that decodes for every client took a normal
 // chat from 1.8 to 203.6 ms a token). Against run.sh's grammar server (embedded k3-tiny,
 // --parallel 2): a normal streamed chat's per-token latency is measured alone
 // (quiet), then again while the palindrome grammar decodes on the other slot. The victim's

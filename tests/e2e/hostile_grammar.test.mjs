@@ -1,5 +1,5 @@
 // tests/e2e/hostile_grammar.test.mjs: hostile grammars and schemas against a real `k3 serve`
-// (started by run.sh as issue 41's security review ran it: the embedded k3-tiny model, so the
+// (started by run.sh as the structured-output security review ran it: the embedded k3-tiny model, so the
 // matcher really samples; --api-key, --parallel 2, --request-timeout 5, the default 8 MiB
 // body limit). Each case sends one of the review's attacks (rows 1-5 and 9) or a variant, and
 // asserts: a 4xx with the OpenAI error shape, or a bounded run (a 200 or a stream that ends

@@ -88,11 +88,11 @@ K3_BASE_URL="http://127.0.0.1:$port/v1" node --test --test-concurrency=1 "$here/
 kill -TERM "$pid"; rc=0; wait "$pid" || rc=$?; pid=""
 [ "$rc" -eq 0 ] || { echo "run.sh: k3 serve (embedded model) exited $rc after SIGTERM" >&2; exit 1; }
 
-# Hostile grammars and schemas (issue 41). They need real sampling (a scripted answer never
+# Hostile grammars and schemas (docs/grammar.md, "Limits"). They need real sampling (a scripted answer never
 # reaches the matcher), so the embedded k3-tiny, started as the security review ran it:
 # --api-key, --parallel 2, --request-timeout 5, the default 8 MiB body limit. RSS cap 768 MiB:
-# the server idles at ~20 MiB, the docs promise the matcher at most 256 MiB (x2 slots),
-# and the attacks it must catch went to +1 GiB (row 1), 960 MiB (row 3) and 1.5 GiB (row 4).
+# the server idles at ~20 MiB, the matcher holds at most 64 MiB per slot and compiled
+# grammars 128 MiB together, and the attacks it must catch went to +1 GiB (row 1), 960 MiB (row 3) and 1.5 GiB (row 4).
 # Then the victim test: a normal stream's latency beside a hostile grammar on the other slot.
 MODEL=embedded start_server "$tmp/serve6.log" --api-key grammar-key --parallel 2 --request-timeout 5
 K3_BASE_URL="http://127.0.0.1:$port/v1" K3_SERVER_PID="$pid" K3_API_KEY=grammar-key K3_RSS_LIMIT_MIB=768 \
