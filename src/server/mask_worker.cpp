@@ -24,8 +24,9 @@ void lowest_priority() {
 
 }  // namespace
 
-MaskWorker::MaskWorker(std::shared_ptr<const grammar::Grammar> g, std::shared_ptr<const grammar::TokenVocab> vocab,
-                       grammar::MatcherLimits lim, std::function<void()> on_ready)
+MaskWorker::MaskWorker(std::shared_ptr<const grammar::Grammar> g,
+                       std::shared_ptr<const grammar::TokenVocab> vocab, grammar::MatcherLimits lim,
+                       std::function<void()> on_ready)
     : on_ready_(std::move(on_ready)) {
   auto outer = std::move(lim.cancelled);
   lim.cancelled = [this, outer = std::move(outer)] { return stop_.load() || (outer && outer()); };
@@ -57,8 +58,8 @@ void MaskWorker::check() const {
   if (error_) std::rethrow_exception(error_);
 }
 
-void MaskWorker::run(std::shared_ptr<const grammar::Grammar> g, std::shared_ptr<const grammar::TokenVocab> vocab,
-                     grammar::MatcherLimits lim) {
+void MaskWorker::run(std::shared_ptr<const grammar::Grammar> g,
+                     std::shared_ptr<const grammar::TokenVocab> vocab, grammar::MatcherLimits lim) {
   lowest_priority();
   std::unique_ptr<grammar::GrammarMatcher> m;
   std::vector<int32_t> tokens;

@@ -244,23 +244,53 @@ void Scheduler::loop() {
   stats_.slots_busy = 0;
 }
 
+// What one step did, added to the stats once at its end (flush()).
+struct Scheduler::StepCounts {
+  uint64_t cancelled = 0, failed = 0, done = 0;
+  int64_t accepted = 0;                       // tokens sampled or resumed
+  int64_t prompt_tokens = 0, gen_tokens = 0;  // in the decoded batch
+  size_t batch = 0;                           // tokens decoded (0: no decode this step)
+  double seconds = 0;                         // the decode's wall time
+  Clock::time_point t1;                       // when it ended
+};
+
+// One decode: the tokens and, in logits-row order, the slots that get a row.
+struct Scheduler::Batch {
+  std::vector<runtime::BatchToken> tokens;
+  std::vector<Slot*> with_logits;
+  std::vector<float> logits;  // after decode(): one row per with_logits entry
+};
+
 void Scheduler::step(std::vector<Slot>& slots, std::vector<Snapshot>& snaps) {
-  Clock::time_point now = Clock::now();
-  uint64_t n_cancel = 0, n_fail = 0, n_done = 0;
+  StepCounts c;
+  drop_finished_jobs(slots, c);
+  restore_snapshots(slots, snaps, c);
+  start_generations(slots, c);
+  resume_waiting(slots, c);
+  Batch b = build_batch(slots, c);
+  if (!b.tokens.empty() && decode(b, slots, snaps, c)) sample(b, c);
+  flush(c);
+}
+
+// Cancelled jobs (client gone) and jobs past their deadline leave their slot.
+void Scheduler::drop_finished_jobs(std::vector<Slot>& slots, StepCounts& c) {
+  const Clock::time_point now = Clock::now();
   for (Slot& s : slots) {
     if (!s.job) continue;
     if (s.job->cancelled.load()) {
-      ++n_cancel;
+      ++c.cancelled;
       release(s);
     } else if (now > s.job->deadline) {
       fail_job(*s.job, 408, "timeout_error", "the request exceeded the server's time limit (--timeout)");
-      ++n_fail;
+      ++c.failed;
       release(s);
     }
   }
+}
 
-  // A failure here is the request's own (its restore), never the scheduler thread's: an
-  // exception escaping loop() would end the process.
+// A failure here is the request's own (its restore), never the scheduler thread's: an
+// exception escaping loop() would end the process.
+void Scheduler::restore_snapshots(std::vector<Slot>& slots, std::vector<Snapshot>& snaps, StepCounts& c) {
   for (Slot& s : slots)
     if (s.job && s.restore) {
       try {
@@ -269,36 +299,39 @@ void Scheduler::step(std::vector<Slot>& slots, std::vector<Snapshot>& snaps) {
       } catch (const std::exception& e) {
         log::error("prompt cache restore failed: {}", e.what());
         fail_job(*s.job, 500, "server_error", fmt::format("restoring the prompt cache failed: {}", e.what()));
-        ++n_fail;
+        ++c.failed;
         snaps[static_cast<size_t>(s.from)].tokens.clear();
         release(s);
       }
     }
+}
 
-  // A failure of one request's generation ends that request, never the scheduler thread.
-  auto guarded = [&](Slot& s, auto&& f) {
-    try {
-      f();
-    } catch (const ApiError& e) {  // the request's own limits (a grammar past its budget)
-      fail_job(*s.job, e.status(), e.type().c_str(), e.what());
-      ++n_fail;
-      release(s);
-    } catch (const grammar::Cancelled&) {  // it went away while its mask was computed
-      ++n_cancel;
-      release(s);
-    } catch (const std::exception& e) {
-      log::error("generation failed: {}", e.what());
-      fail_job(*s.job, 500, "server_error", fmt::format("generation failed: {}", e.what()));
-      ++n_fail;
-      release(s);
-    }
-  };
+// A failure of one request's generation ends that request, never the scheduler thread.
+template <class F>
+void Scheduler::guarded(Slot& s, StepCounts& c, F&& f) {
+  try {
+    f();
+  } catch (const ApiError& e) {  // the request's own limits (a grammar past its budget)
+    fail_job(*s.job, e.status(), e.type().c_str(), e.what());
+    ++c.failed;
+    release(s);
+  } catch (const grammar::Cancelled&) {  // it went away while its mask was computed
+    ++c.cancelled;
+    release(s);
+  } catch (const std::exception& e) {
+    log::error("generation failed: {}", e.what());
+    fail_job(*s.job, 500, "server_error", fmt::format("generation failed: {}", e.what()));
+    ++c.failed;
+    release(s);
+  }
+}
 
-  // A new job's generation starts before its prompt is decoded, so its grammar's first mask
-  // is computed (on the mask worker) while the prompt is.
+// A new job's generation starts before its prompt is decoded, so its grammar's first mask
+// is computed (on the mask worker) while the prompt is.
+void Scheduler::start_generations(std::vector<Slot>& slots, StepCounts& c) {
   for (Slot& s : slots)
     if (s.job && !s.gen)
-      guarded(s, [&] {
+      guarded(s, c, [&] {
         if (s.job->grammar && !gvocab_)
           gvocab_ = grammar::TokenVocab::from_tokenizer(*tok_, {roles_.end_of_msg});
         grammar::MatcherLimits glim;
@@ -307,27 +340,28 @@ void Scheduler::step(std::vector<Slot>& slots, std::vector<Snapshot>& snaps) {
         s.gen = std::make_unique<Generation>(*s.job, *tok_, roles_, s.job->params.max_tokens, gvocab_, &glim,
                                              [this] { wake(); });
       });
+}
 
-  // Slots whose mask has arrived choose from the logits they kept, and join this batch.
-  uint64_t n_resumed = 0;
+// Slots whose mask has arrived choose from the logits they kept, and join this step's batch.
+void Scheduler::resume_waiting(std::vector<Slot>& slots, StepCounts& c) {
   for (Slot& s : slots)
     if (s.job && s.waiting && s.gen->mask_ready())
-      guarded(s, [&] {
-        ++n_resumed;
-        take(s, s.gen->resume(), n_done);
+      guarded(s, c, [&] {
+        ++c.accepted;
+        take(s, s.gen->resume(), c.done);
       });
+}
 
-  // One batch: every generating slot's next token, then prompt chunks within n_batch.
-  std::vector<runtime::BatchToken> batch;
-  std::vector<Slot*> with_logits;
-  int64_t prompt_budget = opts_.n_batch;
-  int64_t n_prompt_tokens = 0, n_gen_tokens = 0;
+// Every generating slot's next token, then prompt chunks within n_batch tokens.
+Scheduler::Batch Scheduler::build_batch(std::vector<Slot>& slots, StepCounts& c) {
+  Batch b;
   for (Slot& s : slots) {
     if (!s.generating()) continue;
-    batch.push_back({s.next, s.seq, -1, true});
-    with_logits.push_back(&s);
-    ++n_gen_tokens;
+    b.tokens.push_back({s.next, s.seq, -1, true});
+    b.with_logits.push_back(&s);
+    ++c.gen_tokens;
   }
+  int64_t prompt_budget = opts_.n_batch;
   for (Slot& s : slots) {
     if (!s.job || s.started || prompt_budget <= 0) continue;
     const std::vector<int32_t>& p = s.job->prompt;
@@ -336,98 +370,99 @@ void Scheduler::step(std::vector<Slot>& slots, std::vector<Snapshot>& snaps) {
     size_t take = std::min<size_t>(end - s.n_fed, static_cast<size_t>(prompt_budget));
     for (size_t i = 0; i < take; ++i) {
       bool last = s.n_fed + i + 1 == p.size();
-      batch.push_back({p[s.n_fed + i], s.seq, -1, last});
+      b.tokens.push_back({p[s.n_fed + i], s.seq, -1, last});
     }
     s.n_fed += take;
     prompt_budget -= static_cast<int64_t>(take);
-    n_prompt_tokens += static_cast<int64_t>(take);
-    if (s.n_fed == p.size()) with_logits.push_back(&s);
+    c.prompt_tokens += static_cast<int64_t>(take);
+    if (s.n_fed == p.size()) b.with_logits.push_back(&s);
   }
-  if (batch.empty()) {
-    std::lock_guard<std::mutex> lk(mu_);
-    stats_.requests_cancelled += n_cancel;
-    stats_.requests_failed += n_fail;
-    stats_.requests_finished += n_done;
-    stats_.predicted_tokens_total += n_resumed;
-    return;
-  }
+  return b;
+}
 
-  Clock::time_point t0 = Clock::now();
-  std::vector<float> logits;
+// Decodes the batch and takes the snapshots it reached; false when the decode failed, which
+// fails every request in it (a KDA state cannot be rolled back).
+bool Scheduler::decode(Batch& b, std::vector<Slot>& slots, std::vector<Snapshot>& snaps, StepCounts& c) {
+  const Clock::time_point t0 = Clock::now();
   try {
-    logits = engine_->decode(batch);
+    b.logits = engine_->decode(b.tokens);
   } catch (const std::exception& e) {
     log::error("decode failed: {}", e.what());
     for (Slot& s : slots)
       if (s.job) {
         fail_job(*s.job, 500, "server_error", fmt::format("decode failed: {}", e.what()));
-        ++n_fail;
+        ++c.failed;
         release(s);
       }
-    std::lock_guard<std::mutex> lk(mu_);
-    stats_.requests_cancelled += n_cancel;
-    stats_.requests_failed += n_fail;
-    return;
+    return false;
   }
   for (Slot& s : slots)
-    if (s.job && s.snap_at > 0 && s.n_fed == s.snap_at) {
-      const size_t k = pick_snapshot(s, snaps, n_admitted_);
-      const size_t at = s.snap_at;
-      s.snap_at = 0;
-      if (k == kNoSnapshot) continue;
-      Snapshot& to = snaps[k];
-      // A snapshot that cannot be taken costs only the next turn's reuse.
-      to.tokens.clear();
-      try {
-        engine_->seq_copy(s.seq, to.seq);
-        to.tokens.assign(s.job->prompt.begin(), s.job->prompt.begin() + static_cast<std::ptrdiff_t>(at));
-        to.owner = s.job->cache_owner;
-        to.proven =
-            s.from >= 0;  // over the entry it extends (pick_snapshot); a new conversation's starts unproven
-        to.last_used = n_admitted_;
-      } catch (const std::exception& e) {
-        log::warn("prompt cache snapshot failed (the next turn decodes in full): {}", e.what());
-      }
-    }
-  Clock::time_point t1 = Clock::now();
-  double dt = std::chrono::duration<double>(t1 - t0).count();
+    if (s.job && s.snap_at > 0 && s.n_fed == s.snap_at) take_snapshot(s, snaps);
+  c.t1 = Clock::now();
+  c.seconds = std::chrono::duration<double>(c.t1 - t0).count();
+  c.batch = b.tokens.size();
+  return true;
+}
 
-  // Logits rows come back in batch order: generating slots first, then finished prompts,
-  // which is the order of with_logits.
+void Scheduler::take_snapshot(Slot& s, std::vector<Snapshot>& snaps) {
+  const size_t k = pick_snapshot(s, snaps, n_admitted_);
+  const size_t at = s.snap_at;
+  s.snap_at = 0;
+  if (k == kNoSnapshot) return;
+  Snapshot& to = snaps[k];
+  // A snapshot that cannot be taken costs only the next turn's reuse.
+  to.tokens.clear();
+  try {
+    engine_->seq_copy(s.seq, to.seq);
+    to.tokens.assign(s.job->prompt.begin(), s.job->prompt.begin() + static_cast<std::ptrdiff_t>(at));
+    to.owner = s.job->cache_owner;
+    to.proven =
+        s.from >= 0;  // over the entry it extends (pick_snapshot); a new conversation's starts unproven
+    to.last_used = n_admitted_;
+  } catch (const std::exception& e) {
+    log::warn("prompt cache snapshot failed (the next turn decodes in full): {}", e.what());
+  }
+}
+
+// Logits rows come back in batch order: generating slots first, then finished prompts,
+// which is the order of with_logits.
+void Scheduler::sample(Batch& b, StepCounts& c) {
   const size_t n_vocab = static_cast<size_t>(engine_->n_vocab());
-  int64_t n_accepted = static_cast<int64_t>(n_resumed);
-  for (size_t r = 0; r < with_logits.size(); ++r) {
-    Slot& s = *with_logits[r];
-    std::span<const float> row(logits.data() + r * n_vocab, n_vocab);
-    guarded(s, [&] {
+  for (size_t r = 0; r < b.with_logits.size(); ++r) {
+    Slot& s = *b.with_logits[r];
+    std::span<const float> row(b.logits.data() + r * n_vocab, n_vocab);
+    guarded(s, c, [&] {
       if (!s.started) {
         s.started = true;
-        s.gen->prompt_done(std::chrono::duration<double, std::milli>(t1 - s.t_start).count());
+        s.gen->prompt_done(std::chrono::duration<double, std::milli>(c.t1 - s.t_start).count());
       }
       const int32_t t = s.gen->choose(row);
-      if (t != Generation::kWaiting) ++n_accepted;
-      take(s, t, n_done);
+      if (t != Generation::kWaiting) ++c.accepted;
+      take(s, t, c.done);
     });
   }
+}
 
+void Scheduler::flush(const StepCounts& c) {
   std::lock_guard<std::mutex> lk(mu_);
-  stats_.requests_cancelled += n_cancel;
-  stats_.requests_failed += n_fail;
-  stats_.requests_finished += n_done;
+  stats_.requests_cancelled += c.cancelled;
+  stats_.requests_failed += c.failed;
+  stats_.requests_finished += c.done;
+  stats_.predicted_tokens_total += static_cast<uint64_t>(c.accepted);
+  if (c.batch == 0) return;  // nothing decoded: no timing to add
   stats_.n_decode_total += 1;
-  stats_.prompt_tokens_total += static_cast<uint64_t>(n_prompt_tokens);
-  stats_.predicted_tokens_total += static_cast<uint64_t>(n_accepted);
-  stats_.batch_tokens_max = std::max<uint64_t>(stats_.batch_tokens_max, batch.size());
+  stats_.prompt_tokens_total += static_cast<uint64_t>(c.prompt_tokens);
+  stats_.batch_tokens_max = std::max<uint64_t>(stats_.batch_tokens_max, c.batch);
   // Split the step's time between prompt and generation by token share.
-  double total = static_cast<double>(n_prompt_tokens + n_gen_tokens);
-  stats_.prompt_seconds_total += dt * static_cast<double>(n_prompt_tokens) / total;
-  stats_.predicted_seconds_total += dt * static_cast<double>(n_gen_tokens) / total;
-  rate_window_.emplace_back(t1, n_accepted);
-  while (!rate_window_.empty() && t1 - rate_window_.front().first > std::chrono::seconds(10))
+  const double total = static_cast<double>(c.prompt_tokens + c.gen_tokens);
+  stats_.prompt_seconds_total += c.seconds * static_cast<double>(c.prompt_tokens) / total;
+  stats_.predicted_seconds_total += c.seconds * static_cast<double>(c.gen_tokens) / total;
+  rate_window_.emplace_back(c.t1, c.accepted);
+  while (!rate_window_.empty() && c.t1 - rate_window_.front().first > std::chrono::seconds(10))
     rate_window_.pop_front();
   int64_t sum = 0;
   for (auto& [t, n] : rate_window_) sum += n;
-  double span = std::chrono::duration<double>(t1 - rate_window_.front().first).count() + dt;
+  const double span = std::chrono::duration<double>(c.t1 - rate_window_.front().first).count() + c.seconds;
   stats_.predicted_tokens_per_second = span > 0 ? static_cast<double>(sum) / span : 0;
 }
 

@@ -96,8 +96,24 @@ class Scheduler {
  private:
   struct Slot;
   struct Snapshot;
+  struct StepCounts;
+  struct Batch;
   void loop();
+  // One step, in stages: drop cancelled and expired jobs, restore prompt-cache snapshots,
+  // start new generations, resume slots whose mask arrived, build the batch, decode it (and
+  // take the snapshots it reached), sample, then add the step's counts to the stats once.
   void step(std::vector<Slot>& slots, std::vector<Snapshot>& snaps);
+  void drop_finished_jobs(std::vector<Slot>& slots, StepCounts& c);
+  void restore_snapshots(std::vector<Slot>& slots, std::vector<Snapshot>& snaps, StepCounts& c);
+  void start_generations(std::vector<Slot>& slots, StepCounts& c);
+  void resume_waiting(std::vector<Slot>& slots, StepCounts& c);
+  Batch build_batch(std::vector<Slot>& slots, StepCounts& c);
+  bool decode(Batch& b, std::vector<Slot>& slots, std::vector<Snapshot>& snaps, StepCounts& c);
+  void take_snapshot(Slot& s, std::vector<Snapshot>& snaps);
+  void sample(Batch& b, StepCounts& c);
+  void flush(const StepCounts& c);
+  template <class F>
+  void guarded(Slot& s, StepCounts& c, F&& f);
   static constexpr size_t kNoSnapshot = static_cast<size_t>(-1);
   static size_t pick_snapshot(const Slot& s, const std::vector<Snapshot>& snaps, uint64_t n_admitted);
   void release(Slot& s);

@@ -34,7 +34,8 @@ std::string palindrome_gbnf() {
 std::shared_ptr<const TokenVocab> wide_vocab() {
   std::vector<std::string> extra;
   for (int a = 0x21; a < 0x7f; ++a)
-    for (int b = 0x21; b < 0x7f; b += 6) extra.push_back(std::string{static_cast<char>(a), static_cast<char>(b)});
+    for (int b = 0x21; b < 0x7f; b += 6)
+      extra.push_back(std::string{static_cast<char>(a), static_cast<char>(b)});
   return test::byte_vocab(extra);
 }
 
@@ -137,7 +138,8 @@ TEST(MatcherBudget, CheckStartRefusesWhatCannotStart) {
   lim.max_stacks_per_state = 8;
   auto ambiguous = std::make_shared<const Grammar>(parse_gbnf(text));
   EXPECT_THROW(GrammarMatcher::check_start(ambiguous, lim), k3::Error);
-  EXPECT_NO_THROW(GrammarMatcher::check_start(std::make_shared<const Grammar>(parse_gbnf("root ::= \"a\"*")), lim));
+  EXPECT_NO_THROW(
+      GrammarMatcher::check_start(std::make_shared<const Grammar>(parse_gbnf("root ::= \"a\"*")), lim));
   // A start state larger than the memory cap is refused by the memory limit.
   MatcherLimits tiny;
   tiny.max_bytes = 4096;

@@ -81,7 +81,8 @@ TEST(MaskWorker, TheRequestsCancellationStopsACostlyMask) {
   }
   std::vector<std::string> pieces;
   for (int a = 'a'; a <= 'z'; ++a)
-    for (int b = 'a'; b <= 'z'; ++b) pieces.push_back(std::string{static_cast<char>(a), static_cast<char>(b)});
+    for (int b = 'a'; b <= 'z'; ++b)
+      pieces.push_back(std::string{static_cast<char>(a), static_cast<char>(b)});
   std::atomic<bool> gone{false};
   grammar::MatcherLimits lim;
   lim.cancelled = [&] { return gone.load(); };
