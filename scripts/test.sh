@@ -4,11 +4,21 @@
 # chat page in a real browser;
 # the core tests (thread pool) also run in a ThreadSanitizer build, and the model, kernel and
 # codec tests in the portable (no-SIMD) build.
+# `scripts/test.sh --quick`: the quick tier, for the edit-build-test loop: build, then the
+# unit and model tests and the lint checks (no tools, CLI, distributed, bench or training
+# tests, no sanitizer or portable builds, no end-to-end suites); 71 s after a build
+# on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+BUILD_DIR=${K3_BUILD_DIR:-build}
+if [ "${1:-}" = --quick ]; then
+  shift
+  scripts/build.sh
+  cd "$BUILD_DIR"
+  exec ctest --output-on-failure -j"$(nproc)" -L 'core|gguf|quant|kernels|model|runtime|text|grammar|store|server|lint' "$@"
+fi
 scripts/setup.sh
 scripts/build.sh
-BUILD_DIR=${K3_BUILD_DIR:-build}
 (cd "$BUILD_DIR" && ctest --output-on-failure -j"$(nproc)" "$@")
 # The thread pool and the rest of core under ThreadSanitizer: a separate small build.
 TSAN_DIR=${K3_TSAN_BUILD_DIR:-build-tsan}

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -281,17 +282,28 @@ class StreamingStore final : public ExpertStore {
     sl.pred_gen = 0;
   }
 
-  // A slot to fill, evicting at most from `max_tier`: 1 = cached experts no layer in
-  // progress wants, 2 = also next-layer guesses, 3 = also the current layer's not-yet-used
-  // experts (the one needed last goes first). Loading and pinned slots never move.
-  int64_t alloc(int max_tier) {
+  // Which cached experts a slot may be taken from, cheapest loss first. Loading and pinned
+  // slots never move.
+  enum class Tier {
+    Idle = 1,       // cached, and no layer in progress wants it
+    Predicted = 2,  // a guess for the next layer
+    Wanted = 3,     // the current layer's, not used yet (the one needed last goes first)
+  };
+
+  Tier tier_of(const Slot& sl) const {
+    if (sl.want_gen == gen_) return Tier::Wanted;
+    return pred_layer_ >= 0 && sl.pred_gen == pred_gen_ ? Tier::Predicted : Tier::Idle;
+  }
+
+  // A free slot, else one evicted from the lowest tier up to `max_tier`; -1 when none may go.
+  int64_t alloc(Tier max_tier) {
     while (!free_.empty()) {
       const uint32_t s = free_.back();
       free_.pop_back();
       return s;
     }
     int64_t best = -1;
-    int best_tier = 4;
+    std::optional<Tier> best_tier;
     double best_score = 0;
     for (uint64_t i = 0; i < n_slots_; ++i) {
       Slot& sl = slots_[i];
@@ -301,11 +313,12 @@ class StreamingStore final : public ExpertStore {
         sl.failed = false;
         return static_cast<int64_t>(i);
       }
-      const int tier = sl.want_gen == gen_ ? 3 : (pred_layer_ >= 0 && sl.pred_gen == pred_gen_ ? 2 : 1);
-      if (tier > max_tier || tier > best_tier) continue;
-      const double score = tier == 3 ? -static_cast<double>(sl.want_pos)
-                                     : policy_->score(static_cast<uint32_t>(sl.key), sl.last_use, tick_);
-      if (tier < best_tier || score < best_score) {
+      const Tier tier = tier_of(sl);
+      if (tier > max_tier || (best_tier && tier > *best_tier)) continue;
+      const double score = tier == Tier::Wanted
+                               ? -static_cast<double>(sl.want_pos)
+                               : policy_->score(static_cast<uint32_t>(sl.key), sl.last_use, tick_);
+      if (!best_tier || tier < *best_tier || score < best_score) {
         best = static_cast<int64_t>(i);
         best_tier = tier;
         best_score = score;
@@ -317,16 +330,19 @@ class StreamingStore final : public ExpertStore {
 
   int64_t alloc_blocking() {
     for (;;) {
-      const int64_t s = alloc(3);
+      // Read before looking: a read that ends after this is seen by the wait below.
+      const uint64_t seen = reads_done_.load(std::memory_order_acquire);
+      const int64_t s = alloc(Tier::Wanted);
       if (s >= 0) return s;
       bool any_loading = false;
       for (uint64_t i = 0; i < n_slots_ && !any_loading; ++i) any_loading = loading(slots_[i]);
       if (!any_loading)  // every slot is acquired and not released: waiting would never end
         fail("expert store: all {} cache slots are held by experts in use at once; raise --ram-budget",
              n_slots_);
-      // Every slot is loading or pinned: wait for a read to finish.
+      // Every slot is loading or pinned. Pins are released by this same thread, so only a read
+      // ending (on_done) can free one: sleep until the next one does.
       std::unique_lock<std::mutex> lk(done_mu_);
-      done_cv_.wait_for(lk, std::chrono::milliseconds(5));
+      done_cv_.wait(lk, [&] { return reads_done_.load(std::memory_order_acquire) != seen; });
     }
   }
 
@@ -370,7 +386,7 @@ class StreamingStore final : public ExpertStore {
         ++dpos_;
         continue;
       }
-      const int64_t s = alloc(2);
+      const int64_t s = alloc(Tier::Predicted);
       if (s < 0) return;
       start_read(static_cast<uint32_t>(s), w.key);
       slots_[s].want_gen = gen_;
@@ -388,7 +404,7 @@ class StreamingStore final : public ExpertStore {
         ++ppos_;
         continue;
       }
-      const int64_t s = alloc(1);
+      const int64_t s = alloc(Tier::Idle);
       if (s < 0) return;
       start_read(static_cast<uint32_t>(s), key);
       slots_[s].pred_gen = pred_gen_;
@@ -421,6 +437,7 @@ class StreamingStore final : public ExpertStore {
       sl.failed = true;
     }
     sl.pending.fetch_sub(1, std::memory_order_acq_rel);
+    reads_done_.fetch_add(1, std::memory_order_acq_rel);
     { std::lock_guard<std::mutex> lk(done_mu_); }  // a waiter is either waiting or sees the count
     done_cv_.notify_all();
   }
@@ -451,6 +468,7 @@ class StreamingStore final : public ExpertStore {
 
   std::mutex done_mu_;
   std::condition_variable done_cv_;
+  std::atomic<uint64_t> reads_done_{0};  // reads finished so far (alloc_blocking waits for one)
   std::string error_;
 
   std::atomic<uint64_t> needed_{0}, hits_{0}, prefetched_{0}, misses_{0}, predicted_{0}, predicted_used_{0},
