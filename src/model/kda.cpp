@@ -1,6 +1,9 @@
 // model/kda: the Kimi Delta Attention layer (docs/MODEL.md): projections, causal short conv
 // with carried state, L2-normed q/k, per-channel decay gate, delta-rule recurrence (chunked for
 // multi-token prefill, token-by-token otherwise), per-head output norm and sigmoid gate.
+// After the products, everything a head does is one pipeline (HeadPipeline::run) applied to
+// each (sequence, head) in one dispatch, for decode and prefill alike. Working memory comes
+// from Scratch::kda: nothing is allocated per call once a batch size has been seen.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -18,8 +21,7 @@
 namespace k3::model {
 namespace {
 
-constexpr int64_t kChunk = 16;         // llama.cpp's chunk size for per-channel (key-index) gates
-constexpr size_t kMaxDecodeConv = 16;  // the fused decode path's conv window (K3: 4 taps)
+constexpr int64_t kChunk = 16;  // llama.cpp's chunk size for per-channel (key-index) gates
 
 // Depthwise causal conv over [state ‖ new tokens] for the tokens of one sequence, then SiLU,
 // in place on channels [c0, c1) of the q, k and v projections (channel c is y[c / Di]'s
@@ -44,19 +46,6 @@ void conv_silu_channels(float* const y[3], const std::vector<int64_t>& idx, floa
     }
     std::copy(win + n, win + n + K1, st);
   }
-}
-
-// All 3·Di channels of one sequence's tokens in one dispatch.
-void conv_silu_qkv(float* const y[3], const std::vector<int64_t>& idx, float* state,
-                   const std::vector<float>* const w[3], int64_t Di, int64_t K, ThreadPool* pool) {
-  const int64_t n = static_cast<int64_t>(idx.size());
-  parallel_for(
-      pool, 3 * Di,
-      [&](int64_t c0, int64_t c1, int) {
-        std::vector<float> win(static_cast<size_t>(K - 1 + n));
-        conv_silu_channels(y, idx, state, w, Di, K, c0, c1, win.data());
-      },
-      std::max<int64_t>(16, 4096 / (n * K)));
 }
 
 struct HeadInputs {
@@ -106,9 +95,13 @@ void recurrent_head_trap(const HeadInputs& in, const std::vector<int64_t>& idx, 
 // Per row j: decay and k-dot in one pass, then the rank-1 update and q-dot in a second
 // (kernels/kda.h); the row (512 B at D = 128) stays in L1 between the passes. Each element is
 // rounded to float exactly where the scalar definition rounds it.
-void recurrent_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t h, float* S) {
+void recurrent_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t h, float* S,
+                    Scratch::KdaThread& tmp) {
   const int64_t D = in.D;
-  std::vector<double> eg(static_cast<size_t>(D)), kd(eg.size()), qd(eg.size());
+  const size_t Dz = static_cast<size_t>(D);
+  double* eg = reserve_at_least(tmp.eg, Dz);
+  double* kd = reserve_at_least(tmp.kd, Dz);
+  double* qd = reserve_at_least(tmp.qd, Dz);
   for (int64_t t : idx) {
     const auto [q, k, v, g, beta, o] = in.at(t, h);
     for (int64_t i = 0; i < D; ++i) {
@@ -116,7 +109,7 @@ void recurrent_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64
       kd[i] = k[i];
       qd[i] = q[i];
     }
-    kernels::kda_token_step(S, D, eg.data(), kd.data(), qd.data(), v, beta, o);
+    kernels::kda_token_step(S, D, eg, kd, qd, v, beta, o);
   }
 }
 
@@ -125,13 +118,20 @@ void recurrent_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64
 // instead of one per (token pair, channel). G is the cumulative log-decay from the chunk start
 // (≤ 0), so both factors are finite unless a channel decays past e^−700 inside one chunk;
 // such a chunk takes the direct pairwise exps.
-void chunked_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t h, float* S) {
+void chunked_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t h, float* S,
+                  Scratch::KdaThread& tmp) {
   const int64_t D = in.D, n = static_cast<int64_t>(idx.size());
-  std::vector<double> Sd(S, S + D * D);
-  const size_t CD = static_cast<size_t>(kChunk * D);
-  std::vector<double> q(CD), k(CD), v(CD), G(CD), U(CD), W(CD), Vp(CD), beta(kChunk);
-  std::vector<double> eG(CD), Kp(CD), Km(CD), Qp(CD);
-  std::vector<double> Lm(kChunk * kChunk), P(kChunk * kChunk), ed(static_cast<size_t>(D)), vcol(kChunk);
+  const size_t DD = static_cast<size_t>(D * D), CD = static_cast<size_t>(kChunk * D), CC = kChunk * kChunk;
+  double* Sd = reserve_at_least(tmp.state, DD);
+  std::copy(S, S + DD, Sd);
+  double *q = reserve_at_least(tmp.q, CD), *k = reserve_at_least(tmp.k, CD), *v = reserve_at_least(tmp.v, CD);
+  double *G = reserve_at_least(tmp.G, CD), *U = reserve_at_least(tmp.U, CD), *W = reserve_at_least(tmp.W, CD);
+  double *Vp = reserve_at_least(tmp.Vp, CD), *eG = reserve_at_least(tmp.eG, CD);
+  double *Kp = reserve_at_least(tmp.Kp, CD), *Km = reserve_at_least(tmp.Km, CD),
+         *Qp = reserve_at_least(tmp.Qp, CD);
+  double *beta = reserve_at_least(tmp.beta, kChunk), *vcol = reserve_at_least(tmp.vcol, kChunk);
+  double* ed = reserve_at_least(tmp.ed, static_cast<size_t>(D));
+  double *Lm = reserve_at_least(tmp.Lm, CC), *P = reserve_at_least(tmp.P, CC);
   for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
     const int64_t L = std::min(kChunk, n - c0);
     double gmin = 0.0;
@@ -160,8 +160,8 @@ void chunked_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t
       for (int64_t a = 0; a <= b; ++a) {
         double kk = 0.0, qk = 0.0;
         if (factored) {
-          kk = kernels::dot_f64(Kp.data() + b * D, Km.data() + a * D, D);
-          qk = kernels::dot_f64(Qp.data() + b * D, Km.data() + a * D, D);
+          kk = kernels::dot_f64(Kp + b * D, Km + a * D, D);
+          qk = kernels::dot_f64(Qp + b * D, Km + a * D, D);
         } else {
           for (int64_t i = 0; i < D; ++i) {
             const double e = std::exp(G[b * D + i] - G[a * D + i]);
@@ -181,35 +181,48 @@ void chunked_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t
       }
       for (int64_t a = 0; a < b; ++a) {
         const double l = Lm[b * kChunk + a];
-        kernels::axmy_f64(l, U.data() + a * D, U.data() + b * D, D);
-        kernels::axmy_f64(l, W.data() + a * D, W.data() + b * D, D);
+        kernels::axmy_f64(l, U + a * D, U + b * D, D);
+        kernels::axmy_f64(l, W + a * D, W + b * D, D);
       }
     }
     // V' = U − W·S; O = (Q⊙e^G)·S + P·V'.
     for (int64_t b = 0; b < L; ++b) {
       float* o = in.o + idx[c0 + b] * in.Di + h * D;
-      const double* Wb = W.data() + b * D;
-      const double* Qb = Qp.data() + b * D;
+      const double* Wb = W + b * D;
+      const double* Qb = Qp + b * D;
       for (int64_t j = 0; j < D; ++j) {
         double ws, qs;
-        kernels::dot2_f64(Wb, Qb, Sd.data() + j * D, D, &ws, &qs);
+        kernels::dot2_f64(Wb, Qb, Sd + j * D, D, &ws, &qs);
         Vp[b * D + j] = U[b * D + j] - ws;
         for (int64_t a = 0; a <= b; ++a) qs += P[b * kChunk + a] * Vp[a * D + j];
         o[j] = static_cast<float>(qs);
       }
     }
     // S ← Diag(e^{G_last})·S + Σ_t (k_t ⊙ e^{G_last − G_t}) ⊗ V'_t, one pass over each row.
-    const double* Gl = G.data() + (L - 1) * D;
+    const double* Gl = G + (L - 1) * D;
     for (int64_t i = 0; i < D; ++i) ed[i] = eG[(L - 1) * D + i];
     for (int64_t t = 0; t < L; ++t)
       for (int64_t i = 0; i < D; ++i)  // reuse W as scratch
         W[t * D + i] = factored ? Km[t * D + i] * ed[i] : k[t * D + i] * std::exp(Gl[i] - G[t * D + i]);
     for (int64_t j = 0; j < D; ++j) {
       for (int64_t t = 0; t < L; ++t) vcol[t] = Vp[t * D + j];
-      kernels::decay_rank_update_f64(Sd.data() + j * D, ed.data(), W.data(), D, vcol.data(), L, D);
+      kernels::decay_rank_update_f64(Sd + j * D, ed, W, D, vcol, L, D);
     }
   }
-  for (int64_t x = 0; x < D * D; ++x) S[x] = static_cast<float>(Sd[x]);
+  for (size_t x = 0; x < DD; ++x) S[x] = static_cast<float>(Sd[x]);
+}
+
+// The recurrence's temporaries do not depend on the batch: sized at the first use of a thread
+// in both forms, so that decode after prefill (or prefill after decode) allocates nothing.
+void reserve_fixed(Scratch::KdaThread& t, int64_t D) {
+  const size_t Dz = static_cast<size_t>(D), CD = static_cast<size_t>(kChunk * D), CC = kChunk * kChunk;
+  if (t.state.size() >= Dz * Dz) return;
+  for (auto* v : {&t.eg, &t.kd, &t.qd, &t.ed}) reserve_at_least(*v, Dz);
+  reserve_at_least(t.state, Dz * Dz);
+  for (auto* v : {&t.q, &t.k, &t.v, &t.G, &t.U, &t.W, &t.Vp, &t.eG, &t.Kp, &t.Km, &t.Qp})
+    reserve_at_least(*v, CD);
+  for (auto* v : {&t.beta, &t.vcol}) reserve_at_least(*v, static_cast<size_t>(kChunk));
+  for (auto* v : {&t.Lm, &t.P}) reserve_at_least(*v, CC);
 }
 
 // q and k of one (token, head): L2-normed, q scaled by 1/√D.
@@ -238,15 +251,15 @@ void norm_gate_output(const KdaWeights& w, float eps, int64_t D, float* oh, cons
     oh[c] = static_cast<float>(oh[c] * static_cast<double>(ops::sigmoid(gh[c])));
 }
 
-// Decode (every sequence in the batch adds one token): all the per-head work after the
-// products — conv of the head's q/k/v channels, q/k norms, decay, β, the recurrence step, the
-// output norm and gate — as one task per (sequence, head), so a layer takes one pool dispatch
-// between its products instead of four plus serial loops on the caller. Each value is computed
-// by the same functions in the same order as the multi-token path, so results are identical.
-struct DecodeHead {
+// Everything one head does after the products, for the tokens of one sequence: the conv of
+// the head's q/k/v channels, then per token the q/k norms, the log-decay and β, then the
+// recurrence (chunked for several tokens, token by token for one, or the trap's variant), then
+// per token the output norm and gate. One task per (sequence, head): a layer takes one pool
+// dispatch between its products, decode or prefill. Each value is computed by the same
+// functions in the same order whatever the batch, so the modes agree bit for bit.
+struct HeadPipeline {
   const HParams& hp;
   const KdaWeights& w;
-  std::span<const SeqGroup> groups;
   uint32_t il;
   float* const* qkv;                       // q, k, v projections (rows of Di)
   const std::vector<float>* const* convw;  // conv weights of q, k, v
@@ -256,22 +269,25 @@ struct DecodeHead {
   float* o;                                // rows of Di
   bool trap;                               // checks.kda_decay_on_value_axis
 
-  void run(int64_t gi, int64_t h) const {
-    const SeqGroup& sg = groups[static_cast<size_t>(gi)];
+  void run(const SeqGroup& sg, int64_t h, Scratch::KdaThread& tmp) const {
     const int64_t H = hp.n_head, D = hp.kda_head_dim, Di = hp.kda_inner(), K = hp.ssm_conv_kernel;
-    const int64_t t = sg.idx[0];
-    std::array<float, kMaxDecodeConv> win;  // the state K - 1 and one new value
+    const size_t n = sg.idx.size();
+    reserve_fixed(tmp, D);
+    float* win = reserve_at_least(tmp.win, static_cast<size_t>(K - 1) + n);
     for (int64_t m = 0; m < 3; ++m)
       conv_silu_channels(qkv, sg.idx, sg.st->kda()[il].conv.data(), convw, Di, K, m * Di + h * D,
-                         m * Di + h * D + D, win.data());
-    norm_qk(qkv[0] + t * Di + h * D, qkv[1] + t * Di + h * D, D, hp.rms_eps);
-    log_decay(hp, w, h, g + t * Di + h * D);
-    beta[t * H + h] = ops::sigmoid(beta[t * H + h]);
+                         m * Di + h * D + D, win);
+    for (int64_t t : sg.idx) {
+      norm_qk(qkv[0] + t * Di + h * D, qkv[1] + t * Di + h * D, D, hp.rms_eps);
+      log_decay(hp, w, h, g + t * Di + h * D);
+      beta[t * H + h] = ops::sigmoid(beta[t * H + h]);
+    }
     const HeadInputs in{qkv[0], qkv[1], qkv[2], g, beta, o, Di, H, D};
     float* S = sg.st->kda()[il].S.data() + h * D * D;
     if (trap) recurrent_head_trap(in, sg.idx, h, S);
-    else recurrent_head(in, sg.idx, h, S);
-    norm_gate_output(w, hp.rms_eps, D, o + t * Di + h * D, gate + t * Di + h * D);
+    else if (n > 1) chunked_head(in, sg.idx, h, S, tmp);
+    else recurrent_head(in, sg.idx, h, S, tmp);
+    for (int64_t t : sg.idx) norm_gate_output(w, hp.rms_eps, D, o + t * Di + h * D, gate + t * Di + h * D);
   }
 };
 
@@ -280,17 +296,20 @@ struct DecodeHead {
 void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   const HParams& hp = b.model.hparams();
   const KdaWeights& w = b.model.weights().layers[il].kda;
-  const int64_t n = b.n, H = hp.n_head, D = hp.kda_head_dim, Di = hp.kda_inner(), K = hp.ssm_conv_kernel;
-  const float eps = hp.rms_eps;
-  ThreadPool* pool = b.pool;
+  const int64_t n = b.n, H = hp.n_head, D = hp.kda_head_dim, Di = hp.kda_inner();
+  Scratch::Kda& sc = b.scratch.kda;
+  const size_t nDi = static_cast<size_t>(n * Di);
+  float *q = reserve_at_least(sc.q, nDi), *k = reserve_at_least(sc.k, nDi), *v = reserve_at_least(sc.v, nDi);
+  float* gate = reserve_at_least(sc.gate, nDi);
+  float* fa = reserve_at_least(sc.fa, static_cast<size_t>(n * D));
+  float* beta = reserve_at_least(sc.beta, static_cast<size_t>(n * H));
+  float *g = reserve_at_least(sc.g, nDi), *o = reserve_at_least(sc.o, nDi);
 
   // Every projection of the normed input in one dispatch (decode: one pass of the pool over
-  // the layer's input-side weights instead of six), then the conv of q, k and v.
-  std::vector<float> q(static_cast<size_t>(n * Di)), k(q.size()), v(q.size()), gate(q.size());
-  std::vector<float> fa(static_cast<size_t>(n * D)), beta(static_cast<size_t>(n * H));
+  // the layer's input-side weights instead of six), then the decay's up-projection.
   {
     const kernels::WeightView* ws[6] = {&w.wq, &w.wk, &w.wv, &w.f_a, &w.beta, &w.g};
-    float* ys[6] = {q.data(), k.data(), v.data(), fa.data(), beta.data(), gate.data()};
+    float* ys[6] = {q, k, v, fa, beta, gate};
     kernels::MatmulJob jobs[6];
     for (int j = 0; j < 6; ++j) {
       jobs[j].w = *ws[j];
@@ -300,64 +319,26 @@ void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
     }
     b.mm.batch(jobs);
   }
-  float* const qkv[3] = {q.data(), k.data(), v.data()};
+  b.mm(w.f_b, fa, n, g);
+
+  float* const qkv[3] = {q, k, v};
   const std::vector<float>* const convw[3] = {&w.conv_q, &w.conv_k, &w.conv_v};
-  // The decay's up-projection (its gate in log space comes per head below), the output rows.
-  std::vector<float> g(static_cast<size_t>(n * Di)), o(g.size());
-  b.mm(w.f_b, fa.data(), n, g.data());
-  const bool decode =
-      K <= static_cast<int64_t>(kMaxDecodeConv) &&
-      std::all_of(b.groups.begin(), b.groups.end(), [](const SeqGroup& sg) { return sg.idx.size() == 1; });
-  if (decode) {
-    const DecodeHead head{hp,
-                          w,
-                          b.groups,
-                          il,
-                          qkv,
-                          convw,
-                          g.data(),
-                          beta.data(),
-                          gate.data(),
-                          o.data(),
-                          b.checks.kda_decay_on_value_axis};
-    parallel_for(pool, static_cast<int64_t>(b.groups.size()) * H, [&](int64_t t0, int64_t t1, int) {
-      for (int64_t task = t0; task < t1; ++task) head.run(task / H, task % H);
-    });
-  } else {
-    for (const SeqGroup& sg : b.groups)
-      conv_silu_qkv(qkv, sg.idx, sg.st->kda()[il].conv.data(), convw, Di, K, pool);
-    for (int64_t t = 0; t < n; ++t)
-      for (int64_t h = 0; h < H; ++h) norm_qk(q.data() + t * Di + h * D, k.data() + t * Di + h * D, D, eps);
+  const HeadPipeline head{hp, w, il, qkv, convw, g, beta, gate, o, b.checks.kda_decay_on_value_axis};
+  const size_t n_threads = b.pool ? static_cast<size_t>(b.pool->size()) : 1;
+  if (sc.threads.size() < n_threads) sc.threads.resize(n_threads);
+  parallel_for(b.pool, static_cast<int64_t>(b.groups.size()) * H, [&](int64_t t0, int64_t t1, int thread) {
+    for (int64_t task = t0; task < t1; ++task)
+      head.run(b.groups[static_cast<size_t>(task / H)], task % H, sc.threads[static_cast<size_t>(thread)]);
+  });
+  b.mm(w.out, o, n, out);
+}
 
-    // Decay gate (log space) and β. One task per (token, head): thousands of exps in double,
-    // too many for the caller alone while the other threads wait for the next product.
-    parallel_for(pool, n * H, [&](int64_t i0, int64_t i1, int) {
-      for (int64_t i = i0; i < i1; ++i) log_decay(hp, w, i % H, g.data() + i * D);
-    });
-    for (float& x : beta) x = ops::sigmoid(x);
-
-    // Recurrence, one task per (sequence, head).
-    HeadInputs in{q.data(), k.data(), v.data(), g.data(), beta.data(), o.data(), Di, H, D};
-    const int64_t n_tasks = static_cast<int64_t>(b.groups.size()) * H;
-    parallel_for(pool, n_tasks, [&](int64_t t0, int64_t t1, int) {
-      for (int64_t task = t0; task < t1; ++task) {
-        const SeqGroup& sg = b.groups[task / H];
-        const int64_t h = task % H;
-        float* S = sg.st->kda()[il].S.data() + h * D * D;
-        const bool chunked = sg.idx.size() > 1 && !b.checks.kda_decay_on_value_axis;
-        if (chunked) chunked_head(in, sg.idx, h, S);
-        else if (b.checks.kda_decay_on_value_axis) recurrent_head_trap(in, sg.idx, h, S);
-        else recurrent_head(in, sg.idx, h, S);
-      }
-    });
-
-    // Per-head RMSNorm (shared weight) and sigmoid gate.
-    parallel_for(pool, n * H, [&](int64_t i0, int64_t i1, int) {
-      for (int64_t i = i0; i < i1; ++i)  // row i = (token i / H, head i % H)
-        norm_gate_output(w, eps, D, o.data() + i * D, gate.data() + i * D);
-    });
-  }
-  b.mm(w.out, o.data(), n, out);
+uint64_t kda_thread_bytes(const HParams& hp, int64_t n_tokens) {
+  const uint64_t D = static_cast<uint64_t>(hp.kda_head_dim), C = kChunk;
+  const uint64_t doubles = 4 * D + D * D + 11 * C * D + 2 * C + 2 * C * C;
+  const uint64_t win =
+      static_cast<uint64_t>(std::max<int64_t>(hp.ssm_conv_kernel - 1, 0) + std::max<int64_t>(n_tokens, 1));
+  return doubles * sizeof(double) + win * sizeof(float);
 }
 
 }  // namespace k3::model

@@ -22,6 +22,14 @@ size_t Scratch::bytes() const {
        held(moe.mine) + held(moe.counts) + held(moe.rank_next) + held(moe.packed) + held(moe.gathered) +
        held(moe.gathered_at);
   for (const ExpertSlot& s : moe.slots) b += held(s.x) + held(s.h) + held(s.y);
+  b += held(kda.q) + held(kda.k) + held(kda.v) + held(kda.gate) + held(kda.fa) + held(kda.beta) +
+       held(kda.g) + held(kda.o) + held(kda.threads);
+  for (const KdaThread& t : kda.threads) {
+    b += held(t.win);
+    for (const auto* v : {&t.eg, &t.kd, &t.qd, &t.state, &t.q,  &t.k,    &t.v,    &t.G,  &t.U,  &t.W,
+                          &t.Vp, &t.eG, &t.Kp, &t.Km,    &t.Qp, &t.beta, &t.vcol, &t.ed, &t.Lm, &t.P})
+      b += held(*v);
+  }
   return b;
 }
 

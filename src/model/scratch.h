@@ -3,8 +3,9 @@
 // pass over a micro-batch no larger than one seen before allocates nothing for its activations
 // or its MoE routing tables. Buffers keep their old contents: a user that needs zeros clears
 // what it uses. bytes() is what the buffers hold, which the memory plan's "work" estimate
-// covers (tests/store/engine_shape_test.cpp). The sequence-mixing layers (KDA, MLA) keep their
-// per-thread temporaries local (docs/ARCHITECTURE.md says why).
+// covers (tests/store/engine_shape_test.cpp). Work done inside a parallel_for takes its
+// temporaries from a per-thread entry (indexed by the pool's thread index), sized before the
+// dispatch, so threads never share a buffer.
 #pragma once
 
 #include <array>
@@ -19,6 +20,7 @@
 namespace k3::model {
 
 class SequenceState;
+struct HParams;
 
 // The tokens of one sequence within the batch, in order; the first is at position base.
 struct SeqGroup {
@@ -61,8 +63,27 @@ struct Scratch {
     std::vector<int64_t> gathered_at;
   } moe;
 
+  // kda_forward(): the projections (q, k, v, output gate: n×Di; the decay's low-rank input:
+  // n×D; β: n×H), the decay's log gates and the output rows (n×Di), and per thread the conv
+  // window and the recurrence's temporaries (one head at a time).
+  struct KdaThread {
+    std::vector<float> win;                                    // conv window: K - 1 + tokens
+    std::vector<double> eg, kd, qd;                            // token step: D each
+    std::vector<double> state;                                 // chunked: the head's state, D×D
+    std::vector<double> q, k, v, G, U, W, Vp, eG, Kp, Km, Qp;  // chunked: chunk×D each
+    std::vector<double> beta, vcol, ed, Lm, P;                 // chunked: chunk, chunk, D, chunk², chunk²
+  };
+  struct Kda {
+    std::vector<float> q, k, v, gate, fa, beta, g, o;
+    std::vector<KdaThread> threads;
+  } kda;
+
   size_t bytes() const;
 };
+
+// What one thread's Scratch::KdaThread holds after KDA layers of hp ran over at most n_tokens
+// tokens of one sequence (the memory plan counts it per engine thread).
+uint64_t kda_thread_bytes(const HParams& hp, int64_t n_tokens);
 
 // Grows v to at least n elements (never shrinks) and returns its data.
 template <class T>

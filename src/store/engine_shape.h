@@ -4,7 +4,8 @@
 // Contract: shape_of(m, eo) has n_ctx = eo.n_ctx, or when that is 0 the model's training
 // context (4096 for a file without one); n_seq = eo.n_seq_max (every sequence the engine may
 // hold: k3 chat's and k3 serve's prompt-cache snapshots are sequences too); n_ubatch =
-// eo.n_ubatch; cache_f16 when eo.cache_type is F16.
+// eo.n_ubatch; cache_f16 when eo.cache_type is F16; n_threads = eo.n_threads, or the pool's
+// default when that is 0.
 #pragma once
 
 #include "store/memory_plan.h"

@@ -9,6 +9,7 @@
 #include "gguf/file.h"
 #include "model/hparams.h"
 #include "model/model.h"
+#include "model/scratch.h"
 #include "quant/types.h"
 #include "store/memory_options.h"
 
@@ -34,13 +35,15 @@ uint64_t work_floats_per_token(const model::HParams& hp, uint64_t n_logits_per_t
 
 }  // namespace
 
-uint64_t work_bytes(const model::HParams& hp, int64_t n_ubatch, int64_t n_ctx) {
+uint64_t work_bytes(const model::HParams& hp, int64_t n_ubatch, int64_t n_ctx, int n_threads) {
   // The widest sublayer at the micro-batch size, plus MLA scores over the context, plus the
-  // activation quantization copies; 25% margin for allocator slack.
+  // activation quantization copies, plus each thread's KDA temporaries; 25% margin for
+  // allocator slack.
   const uint64_t ub = static_cast<uint64_t>(std::max<int64_t>(n_ubatch, 1));
   const uint64_t floats = ub * work_floats_per_token(hp, 1) + static_cast<uint64_t>(n_ctx) * 2 +
                           ub * static_cast<uint64_t>(hp.n_embd) * 2;
-  return floats * 4 * 5 / 4;
+  const uint64_t per_thread = hp.n_kda_layers() ? model::kda_thread_bytes(hp, n_ubatch) : 0;
+  return (floats * 4 + static_cast<uint64_t>(std::max(n_threads, 1)) * per_thread) * 5 / 4;
 }
 
 MemoryPlan plan_memory(const model::Model& m, uint64_t budget, const EngineShape& shape) {
@@ -94,7 +97,7 @@ MemoryPlan plan_memory(const model::Model& m, uint64_t budget, const EngineShape
   p.state = static_cast<uint64_t>(std::max(shape.n_seq, 1)) *
             (hp.n_mla_layers() * row * static_cast<uint64_t>(std::max<int64_t>(shape.n_ctx, 1)) +
              hp.n_kda_layers() * kda_state);
-  p.work = work_bytes(hp, shape.n_ubatch, shape.n_ctx);
+  p.work = work_bytes(hp, shape.n_ubatch, shape.n_ctx, shape.n_threads);
   p.overhead = kOverheadBytes;
   p.app = shape.app_bytes;
   p.app_what = shape.app_what;

@@ -47,6 +47,7 @@ struct EngineShape {
   int n_seq = 1;           // sequences held at once
   int64_t n_ubatch = 512;  // tokens per micro-batch
   bool cache_f16 = false;  // MLA cache precision
+  int n_threads = 1;       // engine threads (each holds its own sequence-mixing temporaries)
   // What the command holds besides the engine, planned as its own row (k3 serve: the grammar
   // matchers, one per slot, and the server-wide cap on compiled grammars).
   uint64_t app_bytes = 0;
@@ -83,7 +84,7 @@ MemoryPlan plan_memory(const model::Model& m, uint64_t budget, const EngineShape
 // The parts of the plan that depend on the shape only, shared with `k3 plan`'s cost model:
 // the work buffers (estimate) at a micro-batch and context, and the fixed overhead (code,
 // heap, threads).
-uint64_t work_bytes(const model::HParams& hp, int64_t n_ubatch, int64_t n_ctx);
+uint64_t work_bytes(const model::HParams& hp, int64_t n_ubatch, int64_t n_ctx, int n_threads = 1);
 constexpr uint64_t kOverheadBytes = 96ull << 20;
 // A compact table for stderr.
 std::string plan_table(const MemoryPlan& p);
