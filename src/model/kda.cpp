@@ -212,8 +212,8 @@ void chunked_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t
   for (size_t x = 0; x < DD; ++x) S[x] = static_cast<float>(Sd[x]);
 }
 
-// The recurrence's temporaries do not depend on the batch: sized at the first use of a thread
-// in both forms, so that decode after prefill (or prefill after decode) allocates nothing.
+// The recurrence's temporaries do not depend on the batch: sized once for both forms, so that
+// decode after prefill (or prefill after decode) allocates nothing.
 void reserve_fixed(Scratch::KdaThread& t, int64_t D) {
   const size_t Dz = static_cast<size_t>(D), CD = static_cast<size_t>(kChunk * D), CC = kChunk * kChunk;
   if (t.state.size() >= Dz * Dz) return;
@@ -272,8 +272,7 @@ struct HeadPipeline {
   void run(const SeqGroup& sg, int64_t h, Scratch::KdaThread& tmp) const {
     const int64_t H = hp.n_head, D = hp.kda_head_dim, Di = hp.kda_inner(), K = hp.ssm_conv_kernel;
     const size_t n = sg.idx.size();
-    reserve_fixed(tmp, D);
-    float* win = reserve_at_least(tmp.win, static_cast<size_t>(K - 1) + n);
+    float* win = tmp.win.data();  // sized by kda_forward for the longest group
     for (int64_t m = 0; m < 3; ++m)
       conv_silu_channels(qkv, sg.idx, sg.st->kda()[il].conv.data(), convw, Di, K, m * Di + h * D,
                          m * Di + h * D + D, win);
@@ -324,8 +323,16 @@ void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   float* const qkv[3] = {q, k, v};
   const std::vector<float>* const convw[3] = {&w.conv_q, &w.conv_k, &w.conv_v};
   const HeadPipeline head{hp, w, il, qkv, convw, g, beta, gate, o, b.checks.kda_decay_on_value_axis};
+  // Every thread's temporaries sized here, not by the tasks it happens to run, so the memory
+  // held does not depend on scheduling.
   const size_t n_threads = b.pool ? static_cast<size_t>(b.pool->size()) : 1;
   if (sc.threads.size() < n_threads) sc.threads.resize(n_threads);
+  size_t longest = 1;
+  for (const SeqGroup& sg : b.groups) longest = std::max(longest, sg.idx.size());
+  for (Scratch::KdaThread& t : sc.threads) {
+    reserve_fixed(t, D);
+    reserve_at_least(t.win, static_cast<size_t>(std::max<int64_t>(hp.ssm_conv_kernel - 1, 0)) + longest);
+  }
   parallel_for(b.pool, static_cast<int64_t>(b.groups.size()) * H, [&](int64_t t0, int64_t t1, int thread) {
     for (int64_t task = t0; task < t1; ++task)
       head.run(b.groups[static_cast<size_t>(task / H)], task % H, sc.threads[static_cast<size_t>(thread)]);

@@ -24,6 +24,11 @@ size_t Scratch::bytes() const {
   for (const ExpertSlot& s : moe.slots) b += held(s.x) + held(s.h) + held(s.y);
   b += held(kda.q) + held(kda.k) + held(kda.v) + held(kda.gate) + held(kda.fa) + held(kda.beta) +
        held(kda.g) + held(kda.o) + held(kda.threads);
+  b += held(mla.qf) + held(mla.qa) + held(mla.ckv) + held(mla.gate) + held(mla.qabs) + held(mla.obar) +
+       held(mla.o) + held(mla.tok) + held(mla.jobs) + held(mla.threads);
+  for (const MlaThread& t : mla.threads)
+    b += held(t.score) + held(t.acc) + held(t.sum) + held(t.part) + held(t.row) + held(t.alpha) +
+         held(t.rows_f32);
   for (const KdaThread& t : kda.threads) {
     b += held(t.win);
     for (const auto* v : {&t.eg, &t.kd, &t.qd, &t.state, &t.q,  &t.k,    &t.v,    &t.G,  &t.U,  &t.W,

@@ -78,12 +78,33 @@ struct Scratch {
     std::vector<KdaThread> threads;
   } kda;
 
+  // mla_forward(): the query (and q-LoRA's down half), the cache rows, the gate, the absorbed
+  // queries, the latent results and the decompressed heads; each token's sequence and
+  // position; the per-head product jobs; and per thread the attention's temporaries (scores
+  // over the context, the block's sums, an F16 cache's rows converted).
+  struct MlaThread {
+    std::vector<double> score, acc, sum;
+    std::vector<float> part, row, alpha, rows_f32;
+  };
+  struct MlaToken {
+    const SeqGroup* g = nullptr;
+    int64_t pos = 0;
+  };
+  struct Mla {
+    std::vector<float> qf, qa, ckv, gate, qabs, obar, o;
+    std::vector<MlaToken> tok;
+    std::vector<kernels::MatmulJob> jobs;
+    std::vector<MlaThread> threads;
+  } mla;
+
   size_t bytes() const;
 };
 
 // What one thread's Scratch::KdaThread holds after KDA layers of hp ran over at most n_tokens
 // tokens of one sequence (the memory plan counts it per engine thread).
 uint64_t kda_thread_bytes(const HParams& hp, int64_t n_tokens);
+// The same for Scratch::MlaThread with sequences of up to n_ctx tokens (scores span the context).
+uint64_t mla_thread_bytes(const HParams& hp, int64_t n_ctx);
 
 // Grows v to at least n elements (never shrinks) and returns its data.
 template <class T>

@@ -20,7 +20,8 @@ uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 bool is_expert_tensor(const std::string& name) { return name.find("_exps.") != std::string::npos; }
 
-// Floats one token of a micro-batch keeps live at the widest point of the forward pass.
+// Floats one token of a micro-batch keeps in the forward pass's Scratch: every sublayer's
+// buffers are kept for reuse (model/scratch.h), so they add up rather than take turns.
 uint64_t work_floats_per_token(const model::HParams& hp, uint64_t n_logits_per_token) {
   const uint64_t E = hp.n_embd, Di = hp.kda_inner(), H = hp.n_head, D = hp.kda_head_dim;
   const uint64_t C = hp.kv_lora_rank, QW = hp.n_embd_head_k_mla, Vh = hp.n_embd_head_v_mla;
@@ -30,19 +31,20 @@ uint64_t work_floats_per_token(const model::HParams& hp, uint64_t n_logits_per_t
   const uint64_t mla = H * (QW + 2 * C + 2 * Vh) + C + hp.n_rot + hp.q_lora_rank;
   const uint64_t moe = 2 * X + 8 * L + 4 * Fe + 2 * E + 2 * hp.n_ff_shexp();
   const uint64_t dense = 2 * static_cast<uint64_t>(hp.n_ff);
-  return E * (6 + banks) + std::max({kda, mla, moe, dense}) + n_logits_per_token * hp.n_vocab;
+  return E * (6 + banks) + kda + mla + moe + dense + n_logits_per_token * hp.n_vocab;
 }
 
 }  // namespace
 
 uint64_t work_bytes(const model::HParams& hp, int64_t n_ubatch, int64_t n_ctx, int n_threads) {
   // The widest sublayer at the micro-batch size, plus MLA scores over the context, plus the
-  // activation quantization copies, plus each thread's KDA temporaries; 25% margin for
-  // allocator slack.
+  // activation quantization copies, plus each thread's KDA and MLA temporaries (MLA's scores
+  // span the context); 25% margin for allocator slack.
   const uint64_t ub = static_cast<uint64_t>(std::max<int64_t>(n_ubatch, 1));
   const uint64_t floats = ub * work_floats_per_token(hp, 1) + static_cast<uint64_t>(n_ctx) * 2 +
                           ub * static_cast<uint64_t>(hp.n_embd) * 2;
-  const uint64_t per_thread = hp.n_kda_layers() ? model::kda_thread_bytes(hp, n_ubatch) : 0;
+  const uint64_t per_thread = (hp.n_kda_layers() ? model::kda_thread_bytes(hp, n_ubatch) : 0) +
+                              (hp.n_mla_layers() ? model::mla_thread_bytes(hp, n_ctx) : 0);
   return (floats * 4 + static_cast<uint64_t>(std::max(n_threads, 1)) * per_thread) * 5 / 4;
 }
 
