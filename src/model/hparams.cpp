@@ -188,7 +188,7 @@ HParams load_hparams(const gguf::GgufFile& f) {
   }
   if (hp.n_layer_dense_lead > 0 && hp.n_ff == 0) r.bad("feed_forward_length", "dense layers need a width");
   if (n_group > 1) r.bad("expert_group_count", "group-limited routing is not used by K3 and not supported");
-  if (hp.expert_gating_func != 1 && hp.expert_gating_func != 2)
+  if (hp.expert_gating_func != kGatingSoftmax && hp.expert_gating_func != kGatingSigmoid)
     r.bad("expert_gating_func",
           fmt::format("{} is not supported (1 softmax, 2 sigmoid)", hp.expert_gating_func));
   if (!(hp.situ_beta != 0.0f)) r.bad("activation.situ_beta", "must be non-zero");

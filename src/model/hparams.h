@@ -19,6 +19,10 @@ namespace k3::model {
 
 enum class LayerKind { KDA, MLA };
 
+// `expert_gating_func` as the GGUF numbers it (llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE_*).
+constexpr uint32_t kGatingSoftmax = 1;
+constexpr uint32_t kGatingSigmoid = 2;
+
 struct HParams {
   uint32_t n_ctx_train = 0;         // context_length
   uint32_t n_embd = 0;              // embedding_length
@@ -52,7 +56,7 @@ struct HParams {
   uint32_t n_layer_dense_lead = 0;
   float expert_weights_scale = 0.0f;
   bool expert_weights_norm = false;
-  uint32_t expert_gating_func = 0;  // 1 softmax, 2 sigmoid
+  uint32_t expert_gating_func = 0;  // kGatingSoftmax or kGatingSigmoid (the GGUF's numbers)
   uint32_t n_embd_exp_latent = 0;   // 0: experts run at n_embd
 
   // AttnRes and SiTU

@@ -21,6 +21,10 @@ namespace k3::model {
 
 namespace {
 
+// The normalised weights divide by their sum clamped from below at 2^-14, the smallest normal
+// half-precision value, as the reference does (llama.cpp's kimi-k3 graph clamps there).
+constexpr double kWeightSumFloor = 0x1p-14;
+
 // The fused gate/up product with SiTU (a dense FFN, a shared or a routed expert):
 // y = situ(gate·x, up·x). The job points at `up`, which must outlive it.
 kernels::MatmulJob gate_up_job(const kernels::WeightView& gate, const kernels::WeightView& up,
@@ -82,7 +86,7 @@ const float* route(const BatchCtx& b, uint32_t il, const float* xn) {
   double* wsel = reserve_at_least(s.weights, static_cast<size_t>(n * k));
   for (int64_t t = 0; t < n; ++t) {
     float* z = prob + t * X;
-    if (hp.expert_gating_func == 2) {
+    if (hp.expert_gating_func == kGatingSigmoid) {
       for (int64_t e = 0; e < X; ++e) z[e] = ops::sigmoid(z[e]);
     } else {  // softmax over all experts; biased[] holds the exponentials for a moment
       const double mx = *std::max_element(z, z + X);
@@ -104,7 +108,7 @@ const float* route(const BatchCtx& b, uint32_t il, const float* xn) {
       sum += wsel[t * k + j];
     }
     if (hp.expert_weights_norm) {
-      const double denom = std::max(sum, 6.103515625e-5);
+      const double denom = std::max(sum, kWeightSumFloor);
       for (int64_t j = 0; j < k; ++j) wsel[t * k + j] /= denom;
     }
     if (hp.expert_weights_scale != 0.0f && hp.expert_weights_scale != 1.0f)
@@ -226,28 +230,33 @@ void add_weighted(double* acc, int64_t L, std::span<const std::pair<int64_t, dou
   }
 }
 
-// The weighted outputs of all active experts, summed in double into acc (n rows of L) in the
-// order of the active list; the shared experts' output into shared_out. One process runs every
-// expert. Distributed (model/collective.h), each rank runs the experts it owns, the output
-// rows of all ranks are all-gathered, and every rank sums them in the same order, so acc is
-// the one process's bit for bit; the shared experts are split by rows like the trunk.
-void routed_and_shared(const BatchCtx& b, uint32_t il, const float* rin, const float* xn, double* acc) {
+// Step 3, in one process: every active expert over its tokens, its weighted output rows summed
+// in double into acc (n rows of L) in the order of the active list, while its weights are
+// held; the shared experts' down projection rides with the first group.
+void routed_local(const BatchCtx& b, uint32_t il, const float* rin, const float* xn, double* acc) {
   const MoeWeights& w = b.model.weights().layers[il].moe;
   Scratch::Moe& s = b.scratch.moe;
   const int64_t n = b.n, L = b.model.hparams().expert_in();
   ExpertSource& src = b.model.experts();
-  if (w.has_shared) reserve_at_least(s.shared_out, static_cast<size_t>(n * b.model.hparams().n_embd));
-  Collective* c = b.mm.collective;
-  if (!c || c->size() == 1) {
-    src.will_need(il, s.active);
-    src.router_input_hint(il, xn, n);
-    run_experts(b, il, rin, s.active, b.mm, w.has_shared, [&](int32_t e, auto toks, const float* y) {
-      if (b.hooks.observer) b.hooks.observer->on_expert_output(il, e, toks, y, L);
-      add_weighted(acc, L, toks, y);
-    });
-    return;
-  }
-  const int N = c->size(), me = c->rank();
+  src.will_need(il, s.active);
+  src.router_input_hint(il, xn, n);
+  run_experts(b, il, rin, s.active, b.mm, w.has_shared, [&](int32_t e, auto toks, const float* y) {
+    if (b.hooks.observer) b.hooks.observer->on_expert_output(il, e, toks, y, L);
+    add_weighted(acc, L, toks, y);
+  });
+}
+
+// Step 3, expert parallel (model/collective.h): each rank runs the experts it owns and packs
+// their output rows; the rows of all ranks are all-gathered, and every rank sums them in the
+// active list's order, so acc is the one-process sum bit for bit. The shared experts are split
+// by rows like the trunk.
+void routed_expert_parallel(const BatchCtx& b, uint32_t il, const float* rin, const float* xn, double* acc,
+                            Collective& c) {
+  const MoeWeights& w = b.model.weights().layers[il].moe;
+  Scratch::Moe& s = b.scratch.moe;
+  const int64_t n = b.n, L = b.model.hparams().expert_in();
+  ExpertSource& src = b.model.experts();
+  const int N = c.size(), me = c.rank();
   s.mine.clear();
   s.counts.assign(static_cast<size_t>(N), 0);
   for (int32_t e : s.active) {
@@ -265,7 +274,7 @@ void routed_and_shared(const BatchCtx& b, uint32_t il, const float* rin, const f
   size_t total = 0;
   for (size_t x : s.counts) total += x;
   float* all = reserve_at_least(s.gathered, total / sizeof(float));
-  c->allgatherv(s.packed.data(), all, s.counts);
+  c.allgatherv(s.packed.data(), all, s.counts);
   // Rank r's block holds its experts' rows in active-list order: find each expert's rows.
   int64_t* at = reserve_at_least(s.gathered_at, s.active.size());
   std::vector<size_t>& next = s.rank_next;
@@ -294,7 +303,10 @@ void moe_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
 
   double* acc = reserve_at_least(s.acc, static_cast<size_t>(n * L));
   std::fill(acc, acc + n * L, 0.0);
-  routed_and_shared(b, il, rin, xn, acc);
+  if (w.has_shared) reserve_at_least(s.shared_out, static_cast<size_t>(n * E));
+  Collective* c = b.mm.collective;
+  if (c && c->size() > 1) routed_expert_parallel(b, il, rin, xn, acc, *c);
+  else routed_local(b, il, rin, xn, acc);
 
   // RMS-normed routed sum, up-projection, plus the shared experts.
   float* msum = reserve_at_least(s.routed_sum, static_cast<size_t>(n * L));

@@ -40,7 +40,7 @@ std::vector<int32_t> predict_experts(const model::Model& m, uint32_t layer, cons
   std::vector<int32_t> order(static_cast<size_t>(X));
   for (int64_t t = 0; t < n; ++t) {
     const float* zt = z.data() + t * X;
-    if (hp.expert_gating_func == 2) {
+    if (hp.expert_gating_func == model::kGatingSigmoid) {
       for (int64_t e = 0; e < X; ++e) score[e] = 1.0 / (1.0 + std::exp(-static_cast<double>(zt[e])));
     } else {
       const double mx = *std::max_element(zt, zt + X);

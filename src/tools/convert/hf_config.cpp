@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/read_file.h"
+#include "model/hparams.h"
 
 namespace k3::tools {
 
@@ -185,7 +186,7 @@ std::vector<std::pair<std::string, gguf::Value>> k3_model_kvs(const K3HfConfig& 
   add("leading_dense_block_count", Value::u32(c.n_dense_lead));
   add("expert_weights_scale", Value::f32(c.routed_scale));
   add("expert_weights_norm", Value::boolean(c.renormalize));
-  add("expert_gating_func", Value::u32(2));  // sigmoid (checked above)
+  add("expert_gating_func", Value::u32(model::kGatingSigmoid));  // (checked above)
   add("expert_latent_length", Value::u32(c.latent));
   add("activation.situ_beta", Value::f32(c.situ_beta));
   add("activation.situ_linear_beta", Value::f32(c.situ_linear_beta));

@@ -15,6 +15,7 @@
 #include "core/progress.h"
 #include "core/log.h"
 #include "gguf/writer.h"
+#include "model/hparams.h"
 #include "tools/synth/synth_blocks.h"
 #include "tools/synth/synth_vocab.h"
 
@@ -355,7 +356,7 @@ std::vector<std::pair<std::string, gguf::Value>> synth_metadata(const SynthConfi
   k("leading_dense_block_count", Value::u32(c.n_layer_dense_lead));
   k("expert_weights_scale", Value::f32(c.expert_weights_scale));
   k("expert_weights_norm", Value::boolean(c.expert_weights_norm));
-  k("expert_gating_func", Value::u32(2));
+  k("expert_gating_func", Value::u32(model::kGatingSigmoid));
   k("expert_latent_length", Value::u32(c.n_latent));
   k("activation.situ_beta", Value::f32(c.situ_beta));
   k("activation.situ_linear_beta", Value::f32(c.situ_linear_beta));
