@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/assert.h"
 #include "core/thread_pool.h"
 #include "kernels/matmul_detail.h"
 #include "kernels/vec_dot.h"
@@ -139,11 +140,21 @@ void run_rows(const RowTask& t, int64_t r0, int64_t r1) {
   }
 }
 
+void check_product(const WeightView& w, const float* x, int64_t n_tok, const float* y, int64_t x_stride,
+                   int64_t y_stride) {
+  K3_ASSERT(w.data != nullptr && x != nullptr && y != nullptr, "a product without its operands");
+  K3_ASSERT(w.cols > 0 && n_tok > 0);
+  K3_ASSERT(w.row_stride >= quant::row_bytes(w.type, w.cols), "weight rows shorter than their columns");
+  K3_ASSERT(x_stride >= w.cols || n_tok == 1, "activation rows overlap");
+  K3_ASSERT(y_stride >= w.rows || n_tok == 1, "output rows overlap");
+}
+
 void matmul(const WeightView& w, const float* x, int64_t n_tok, float* y, ThreadPool* pool, int64_t x_stride,
             int64_t y_stride) {
   if (x_stride < 0) x_stride = w.cols;
   if (y_stride < 0) y_stride = w.rows;
   if (w.rows <= 0 || n_tok <= 0) return;
+  check_product(w, x, n_tok, y, x_stride, y_stride);
   const DotKernel* k = dot_kernel(w.type);
   if (!k) {
     matmul_fallback(w, x, n_tok, y, pool, x_stride, y_stride);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/assert.h"
 #include "core/thread_pool.h"
 #include "kernels/matmul_detail.h"
 #include "kernels/vec_dot.h"
@@ -83,6 +84,12 @@ void matmul_batch(std::span<const MatmulJob> jobs, ThreadPool* pool) {
         matmul(j.w, j.x, j.n_tok, j.y, pool, j.x_stride, j.y_stride);
       }
       continue;
+    }
+    check_product(j.w, j.x, j.n_tok, j.y, j.x_stride < 0 ? j.w.cols : j.x_stride,
+                  j.y_stride < 0 ? j.w.rows : j.y_stride);
+    if (j.up) {
+      K3_ASSERT(j.up->cols == j.w.cols && j.up->rows == j.w.rows, "a fused pair of different shapes");
+      K3_ASSERT(j.act != nullptr, "a fused pair without its gate function");
     }
     Prepared p{&j, k, {}, 0, 0};
     if (k->act != ActFormat::F32) act_total += act_row_bytes(k->act, j.w.cols) * static_cast<size_t>(j.n_tok);

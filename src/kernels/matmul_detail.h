@@ -46,4 +46,10 @@ struct RowTask {
 
 void run_rows(const RowTask& t, int64_t r0, int64_t r1);
 
+// The shapes a product relies on (K3_ASSERT, core/assert.h): operands present, weight rows as
+// long as their encoding needs, activation and output rows that do not overlap. Strides are
+// resolved (no -1).
+void check_product(const WeightView& w, const float* x, int64_t n_tok, const float* y, int64_t x_stride,
+                   int64_t y_stride);
+
 }  // namespace k3::kernels

@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "core/assert.h"
 #include "model/hparams.h"
 #include "model/layers.h"
 #include "model/model.h"
@@ -57,6 +58,8 @@ int64_t forward(const Model& model, const ForwardInput& in, float* logits, Threa
   const Weights& W = model.weights();
   const int64_t n = static_cast<int64_t>(in.tokens.size()), E = hp.n_embd;
   if (n == 0) return 0;
+  K3_ASSERT(in.seq.size() == in.tokens.size() && in.want_logits.size() == in.tokens.size(),
+            "one sequence and one logits flag per token");
   ProfForward profiling(hooks.profile);
 
   // Group the tokens by sequence, keeping batch order within each. A batch holds a few

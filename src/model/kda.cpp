@@ -9,6 +9,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/assert.h"
 #include "core/thread_pool.h"
 #include "kernels/kda.h"
 #include "kernels/reduce.h"
@@ -272,6 +273,8 @@ struct HeadPipeline {
   void run(const SeqGroup& sg, int64_t h, Scratch::KdaThread& tmp) const {
     const int64_t H = hp.n_head, D = hp.kda_head_dim, Di = hp.kda_inner(), K = hp.ssm_conv_kernel;
     const size_t n = sg.idx.size();
+    K3_DEBUG_ASSERT(tmp.win.size() >= static_cast<size_t>(K - 1) + n &&
+                    tmp.state.size() >= static_cast<size_t>(D * D));
     float* win = tmp.win.data();  // sized by kda_forward for the longest group
     for (int64_t m = 0; m < 3; ++m)
       conv_silu_channels(qkv, sg.idx, sg.st->kda()[il].conv.data(), convw, Di, K, m * Di + h * D,
@@ -296,6 +299,7 @@ void kda_forward(const BatchCtx& b, uint32_t il, const float* xn, float* out) {
   const HParams& hp = b.model.hparams();
   const KdaWeights& w = b.model.weights().layers[il].kda;
   const int64_t n = b.n, H = hp.n_head, D = hp.kda_head_dim, Di = hp.kda_inner();
+  K3_ASSERT(Di == H * D && hp.ssm_conv_kernel >= 1, "KDA shapes bound by the model");
   Scratch::Kda& sc = b.scratch.kda;
   const size_t nDi = static_cast<size_t>(n * Di);
   float *q = reserve_at_least(sc.q, nDi), *k = reserve_at_least(sc.k, nDi), *v = reserve_at_least(sc.v, nDi);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/assert.h"
 #include "core/thread_pool.h"
 #include "kernels/attn.h"
 #include "model/hparams.h"
@@ -102,6 +103,9 @@ struct Attention {
     const MlaLayerCache& cache = tr.g->st->mla()[il];
     const CacheType ct = tr.g->st->cache_type();
     const int64_t ns = tr.pos + 1;
+    K3_DEBUG_ASSERT(ns * RW <= static_cast<int64_t>(cache.f32.size() + cache.f16.size()),
+                    "a row past the cache");
+    K3_DEBUG_ASSERT(tmp.score.size() >= static_cast<size_t>(ns * block()));
     // Sized by reserve() before the dispatch.
     double *score = tmp.score.data(), *acc = tmp.acc.data(), *sum = tmp.sum.data();  // score: [s][head]
     float *part = tmp.part.data(), *buf = tmp.row.data(), *alpha = tmp.alpha.data();

@@ -187,3 +187,33 @@ TEST(MatmulBatch, EachJobEqualsItsOwnMatmul) {
 
 }  // namespace
 }  // namespace k3::kernels
+
+namespace k3::kernels {
+namespace {
+
+// A shape the model should have refused at bind time stops the product at its entry
+// (K3_ASSERT) instead of reading past a row: weight rows shorter than their encoding, output
+// rows that overlap, a fused pair of different shapes.
+TEST(MatmulDeathTest, ShapesAreCheckedAtTheKernelEntry) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  std::mt19937 rng(7);
+  const Matrix m = random_matrix(quant::Type::Q8_0, 8, 64, rng);
+  std::vector<float> x(64 * 2, 0.5f), y(8 * 2);
+  WeightView short_rows = m.view;
+  short_rows.row_stride = quant::row_bytes(quant::Type::Q8_0, 64) - 1;
+  EXPECT_DEATH(matmul(short_rows, x.data(), 1, y.data(), nullptr), "weight rows shorter than their columns");
+  EXPECT_DEATH(matmul(m.view, x.data(), 2, y.data(), nullptr, 64, 4), "output rows overlap");
+  const Matrix other = random_matrix(quant::Type::Q8_0, 4, 64, rng);
+  MatmulJob j;
+  j.w = m.view;
+  j.up = &other.view;
+  j.act = [](const float*, const float*, float*, int64_t, const void*) {};
+  j.x = x.data();
+  j.n_tok = 1;
+  j.y = y.data();
+  EXPECT_DEATH(matmul_batch({&j, 1}, nullptr), "a fused pair of different shapes");
+  matmul(m.view, x.data(), 2, y.data(), nullptr);  // the same product, well formed, runs
+}
+
+}  // namespace
+}  // namespace k3::kernels
