@@ -17,7 +17,7 @@ k3="${1:-${K3_BINARY:-$root/build/bin/k3}}"
 [ -x "$k3" ] || { echo "run.sh: no k3 binary at $k3 (pass it as the first argument)" >&2; exit 2; }
 command -v node >/dev/null || { echo "run.sh: node is required" >&2; exit 2; }
 if [ ! -d "$here/node_modules/openai" ] || [ ! -d "$here/node_modules/ajv-formats" ]; then
-  (cd "$here" && npm install --no-audit --no-fund --silent)
+  (cd "$here" && npm ci --no-audit --no-fund --silent)
 fi
 tmp="$(mktemp -d)"
 cleanup() { [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$tmp"; }
