@@ -65,8 +65,7 @@ int cmd_bench(int argc, char** argv) {
   o.measure_disk_bw = !no_disk_bw;
   o.warmup = !no_warmup;
   if (std::string err = to_memory_options(mem_flags, o.memory); !err.empty()) {
-    fmt::print(stderr, "error: {}\n", err);
-    return 2;
+    return usage_error("{}", err);
   }
   o.collective = start_dist(dist_flags);
   if (o.collective) o.memory.for_distributed_rank();

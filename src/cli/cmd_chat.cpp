@@ -545,24 +545,22 @@ int cmd_chat(int argc, char** argv) {
   MemoryFlags mem_flags;
   add_memory_flags(app, mem_flags);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
-  auto usage = [](const std::string& msg) {
-    fmt::print(stderr, "error: {}\n", msg);
-    return 2;
-  };
-  if (std::string err = load_grammar_flags(grammar_flags, co.constraint); !err.empty()) return usage(err);
-  if (cache_type != "f32" && cache_type != "f16") return usage("--cache-type must be f32 or f16");
-  if (threads < 0) return usage("--threads must be >= 0");
-  if (n_ctx < 0) return usage("--ctx-size must be >= 0");
-  if (co.n_ubatch < 1) return usage("--ubatch must be >= 1");
-  if (co.max_tokens == 0 || co.max_tokens < -1) return usage("--max-tokens must be >= 1 (or -1: no limit)");
+  if (std::string err = load_grammar_flags(grammar_flags, co.constraint); !err.empty())
+    return usage_error(err);
+  if (cache_type != "f32" && cache_type != "f16") return usage_error("--cache-type must be f32 or f16");
+  if (threads < 0) return usage_error("--threads must be >= 0");
+  if (n_ctx < 0) return usage_error("--ctx-size must be >= 0");
+  if (co.n_ubatch < 1) return usage_error("--ubatch must be >= 1");
+  if (co.max_tokens == 0 || co.max_tokens < -1)
+    return usage_error("--max-tokens must be >= 1 (or -1: no limit)");
   store::MemoryOptions mem;
-  if (std::string err = to_memory_options(mem_flags, mem); !err.empty()) return usage(err);
+  if (std::string err = to_memory_options(mem_flags, mem); !err.empty()) return usage_error(err);
   bool thinking = !no_think;
   if (!effort.empty()) {
     text::ThinkingSetting s;
     try {
       s = text::map_reasoning_effort(effort);
-    } catch (const Error& e) { return usage(fmt::format("--reasoning-effort: {}", e.what())); }
+    } catch (const Error& e) { return usage_error(fmt::format("--reasoning-effort: {}", e.what())); }
     thinking = thinking && s.thinking;
     if (thinking) co.vars["thinking_effort"] = s.effort;
   }
@@ -577,7 +575,7 @@ int cmd_chat(int argc, char** argv) {
   sp.seed = *seed;
   try {
     runtime::Sampler check(sp);
-  } catch (const Error& e) { return usage(e.what()); }
+  } catch (const Error& e) { return usage_error(e.what()); }
   co.prompt_cache = !no_prompt_cache;
 
   const bool in_tty = ::isatty(0) == 1;

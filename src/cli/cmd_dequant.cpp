@@ -57,10 +57,7 @@ int cmd_dequant(int argc, char** argv) {
   app.add_option("-o,--output", out_path, "output file, or - for standard output")->required();
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (model.empty()) model = model_opt;
-  if (model.empty()) {
-    fmt::print(stderr, "error: give a model file (k3 dequant MODEL --tensor NAME -o OUT)\n");
-    return 2;
-  }
+  if (model.empty()) { return usage_error("give a model file (k3 dequant MODEL --tensor NAME -o OUT)"); }
 
   auto f = gguf::GgufFile::open(model);
   const gguf::TensorInfo* t = f->tensor(name);

@@ -36,10 +36,7 @@ int cmd_eval_logits(int argc, char** argv) {
   DistFlags dist_flags;
   add_dist_flags(app, dist_flags);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
-  if (tokens_arg.empty() && tokens_file.empty()) {
-    fmt::print(stderr, "error: give --tokens or --tokens-file\n");
-    return 2;
-  }
+  if (tokens_arg.empty() && tokens_file.empty()) { return usage_error("give --tokens or --tokens-file"); }
 
   std::vector<int32_t> tokens;
   if (!tokens_file.empty()) {

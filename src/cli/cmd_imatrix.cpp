@@ -47,8 +47,7 @@ int cmd_imatrix(int argc, char** argv) {
   app.add_flag("--no-progress", no_progress, "no progress bar on stderr");
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (int(!text_file.empty()) + int(!tokens_file.empty()) + int(!chat_file.empty()) != 1) {
-    fmt::print(stderr, "error: give exactly one of -f, --tokens-file or --chat\n");
-    return 2;
+    return usage_error("give exactly one of -f, --tokens-file or --chat");
   }
 
   auto model = model::Model::load(model_path);

@@ -160,10 +160,7 @@ int cmd_info(int argc, char** argv) {
   app.add_flag("--no-shards", no_shards, "look at this file only, do not open the other shards");
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (model.empty()) model = model_opt;
-  if (model.empty()) {
-    fmt::print(stderr, "error: give a model file (k3 info MODEL)\n");
-    return 2;
-  }
+  if (model.empty()) { return usage_error("give a model file (k3 info MODEL)"); }
   gguf::OpenOptions opt;
   opt.load_shards = !no_shards;
   auto f = gguf::GgufFile::open(model, opt);

@@ -184,10 +184,7 @@ int cmd_niah(int argc, char** argv) {
     if (!haystack_path.empty()) { filler = read_file(haystack_path, kNoReadLimit, "--haystack"); }
     sentences = split_sentences(filler);
     if (sentences.empty()) fail("--haystack: {} has no text", haystack_path);
-  } catch (const Error& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return 2;
-  }
+  } catch (const Error& e) { return usage_error("{}", e.what()); }
 
   std::shared_ptr<model::Model> model =
       model_path.empty() ? load_embedded_model() : model::Model::load(model_path);

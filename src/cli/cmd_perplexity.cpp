@@ -51,8 +51,7 @@ int cmd_perplexity(int argc, char** argv) {
   add_dist_flags(app, dist_flags);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (text_file.empty() == tokens_file.empty()) {
-    fmt::print(stderr, "error: give exactly one of -f or --tokens-file\n");
-    return 2;
+    return usage_error("give exactly one of -f or --tokens-file");
   }
 
   auto model = model::Model::load(model_path);

@@ -102,8 +102,7 @@ int cmd_quantize(int argc, char** argv) {
     return 0;
   }
   if (o.input.empty() || (o.output.empty() && !show_plan) || o.type.empty()) {
-    fmt::print(stderr, "usage: k3 quantize IN OUT TYPE [options] (k3 quantize --help)\n");
-    return 2;
+    return usage_error("give IN, OUT and TYPE: k3 quantize IN OUT TYPE [options] (see k3 quantize --help)");
   }
   if (!out_type.empty()) o.output_tensor_type = parse_type("--output-tensor-type", out_type);
   if (!embd_type.empty()) o.token_embedding_type = parse_type("--token-embedding-type", embd_type);

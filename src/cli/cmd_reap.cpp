@@ -81,21 +81,15 @@ int cmd_reap(int argc, char** argv) {
       "kept_token_share; on random-weight test models freq beats reap (measurements: docs/reap.md).");
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (calib.empty() == calib_tokens.empty()) {
-    fmt::print(stderr, "error: give exactly one of --calib or --calib-tokens\n");
-    return 2;
+    return usage_error("give exactly one of --calib or --calib-tokens");
   }
   if (k_opt->count() == 0 && r_opt->count() == 0) {
-    fmt::print(stderr, "error: give one of --keep N or --prune-ratio R\n");
-    return 2;
+    return usage_error("give one of --keep N or --prune-ratio R");
   }
   store::MemoryOptions mem;
-  if (std::string err = to_memory_options(mem_flags, mem); !err.empty()) {
-    fmt::print(stderr, "error: {}\n", err);
-    return 2;
-  }
+  if (std::string err = to_memory_options(mem_flags, mem); !err.empty()) { return usage_error("{}", err); }
   if (chat && calib.empty()) {
-    fmt::print(stderr, "error: --chat applies to --calib (a JSONL file), not to --calib-tokens\n");
-    return 2;
+    return usage_error("--chat applies to --calib (a JSONL file), not to --calib-tokens");
   }
   if (k_opt->count()) {
     if (keep < 1) fail("reap: --keep must be at least 1, not {}", keep);

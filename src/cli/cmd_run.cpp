@@ -75,24 +75,21 @@ int cmd_run(int argc, char** argv) {
   DistFlags dist_flags;
   add_dist_flags(app, dist_flags);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
-  auto usage = [](const std::string& msg) {
-    fmt::print(stderr, "error: {}\n", msg);
-    return 2;
-  };
-  if (cache_type != "f32" && cache_type != "f16") return usage("--cache-type must be f32 or f16");
-  if (threads < 0) return usage("--threads must be >= 0");
-  if (n_ctx < 0) return usage("--ctx must be >= 0");
-  if (n_ubatch < 1) return usage("--ubatch must be >= 1");
+  if (cache_type != "f32" && cache_type != "f16") return usage_error("--cache-type must be f32 or f16");
+  if (threads < 0) return usage_error("--threads must be >= 0");
+  if (n_ctx < 0) return usage_error("--ctx must be >= 0");
+  if (n_ubatch < 1) return usage_error("--ubatch must be >= 1");
   store::MemoryOptions mem;
-  if (std::string err = to_memory_options(mem_flags, mem); !err.empty()) return usage(err);
+  if (std::string err = to_memory_options(mem_flags, mem); !err.empty()) return usage_error(err);
   text::Json constraint_req = text::Json::object();
-  if (std::string err = load_grammar_flags(grammar_flags, constraint_req); !err.empty()) return usage(err);
+  if (std::string err = load_grammar_flags(grammar_flags, constraint_req); !err.empty())
+    return usage_error(err);
   if (!seed) seed = std::random_device{}();
   sp.seed = *seed;
   std::unique_ptr<runtime::Sampler> sampler;
   try {
     sampler = std::make_unique<runtime::Sampler>(sp);
-  } catch (const Error& e) { return usage(e.what()); }
+  } catch (const Error& e) { return usage_error(e.what()); }
 
   std::shared_ptr<model::Model> model;
   std::string shown_name = model_path;
@@ -113,7 +110,7 @@ int cmd_run(int argc, char** argv) {
     if (!tok) fail("{} has no vocabulary: give the prompt as token ids with --tokens", shown_name);
     prompt_ids = tok->encode(prompt, /*parse_special=*/true, /*add_special=*/true);
   }
-  if (prompt_ids.empty()) return usage("the prompt is empty");
+  if (prompt_ids.empty()) return usage_error("the prompt is empty");
 
   runtime::EngineOptions eo;
   eo.n_threads = threads;
@@ -140,7 +137,7 @@ int cmd_run(int argc, char** argv) {
   std::unique_ptr<grammar::GrammarMatcher> matcher;
   runtime::TokenConstraint constraint;
   if (!constraint_req.empty()) {
-    if (!tok) return usage("--grammar and --json-schema need a model with a vocabulary");
+    if (!tok) return usage_error("--grammar and --json-schema need a model with a vocabulary");
     std::shared_ptr<const grammar::Grammar> g;
     try {
       g = server::completion_constraint(constraint_req, *tok);

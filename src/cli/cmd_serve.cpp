@@ -138,10 +138,6 @@ int cmd_serve(int argc, char** argv) {
   add_dist_flags(app, dist_flags);
   LegacyFlags args(argc, argv, {{"-np", "--parallel"}});  // llama-server's spelling
   if (auto rc = parse_args(app, args.argc(), args.argv())) return *rc;
-  auto usage = [](const std::string& msg) {
-    fmt::print(stderr, "error: {}\n", msg);
-    return 2;
-  };
   o.sched.prompt_cache = !no_prompt_cache;
   o.sched.grammar_bytes = grammar_mib << 20;
   o.max_grammar_bytes = grammars_mib << 20;
@@ -150,18 +146,18 @@ int cmd_serve(int argc, char** argv) {
   o.cors_origins = server::split_list(cors);
   for (const std::string& c : o.cors_origins)
     if (c != "*" && c.find("://") == std::string::npos)
-      return usage(fmt::format("--cors: '{}' is not an origin (scheme://host[:port], or *)", c));
-  if (o.port < 0 || o.port > 65535) return usage("--port must be in 0…65535");
-  if (o.sched.n_slots < 1 || o.sched.n_slots > 256) return usage("--parallel must be in 1…256");
-  if (o.sched.n_threads < 0) return usage("--threads must be >= 0");
-  if (o.sched.n_ctx < 0) return usage("--ctx must be >= 0");
-  if (!(o.timeout_s > 0)) return usage("--timeout must be > 0");
-  if (!(o.drain_s >= 0)) return usage("--drain-timeout must be >= 0");
-  if (!(o.request_timeout_s > 0)) return usage("--request-timeout must be > 0");
-  if (o.max_body < 1024) return usage("--max-body must be at least 1024");
-  if (o.sched.n_batch < 1) return usage("--batch must be >= 1");
+      return usage_error(fmt::format("--cors: '{}' is not an origin (scheme://host[:port], or *)", c));
+  if (o.port < 0 || o.port > 65535) return usage_error("--port must be in 0…65535");
+  if (o.sched.n_slots < 1 || o.sched.n_slots > 256) return usage_error("--parallel must be in 1…256");
+  if (o.sched.n_threads < 0) return usage_error("--threads must be >= 0");
+  if (o.sched.n_ctx < 0) return usage_error("--ctx must be >= 0");
+  if (!(o.timeout_s > 0)) return usage_error("--timeout must be > 0");
+  if (!(o.drain_s >= 0)) return usage_error("--drain-timeout must be >= 0");
+  if (!(o.request_timeout_s > 0)) return usage_error("--request-timeout must be > 0");
+  if (o.max_body < 1024) return usage_error("--max-body must be at least 1024");
+  if (o.sched.n_batch < 1) return usage_error("--batch must be >= 1");
   store::MemoryOptions mem;
-  if (std::string err = to_memory_options(mem_flags, mem); !err.empty()) return usage(err);
+  if (std::string err = to_memory_options(mem_flags, mem); !err.empty()) return usage_error(err);
   if (verbose) log::set_level(log::Level::debug);
   if (!scripted_path.empty()) {
     scripts = read_scripts(scripted_path);

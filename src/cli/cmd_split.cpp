@@ -28,8 +28,7 @@ int cmd_split(int argc, char** argv) {
   if (!size.empty()) sp.max_bytes = tools::parse_size(size);
   sp.max_tensors = max_tensors;
   if (!sp.max_bytes && !sp.max_tensors) {
-    fmt::print(stderr, "error: give --split-max-size or --split-max-tensors\n");
-    return 2;
+    return usage_error("give --split-max-size or --split-max-tensors");
   }
   tools::ShardingResult r = tools::split_model(in, prefix, sp, !quiet && !no_progress);
   if (!quiet) {

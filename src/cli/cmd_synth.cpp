@@ -95,25 +95,13 @@ int cmd_synth(int argc, char** argv) {
     for (const std::string& p : tools::synth_preset_names()) fmt::print("{}\n", p);
     return 0;
   }
-  if (out.empty()) {
-    fmt::print(stderr, "error: give an output file with -o OUT.gguf (see k3 synth --help)\n");
-    return 2;
-  }
-  if (sparse && no_sparse) {
-    fmt::print(stderr, "error: --sparse and --no-sparse contradict each other\n");
-    return 2;
-  }
-  if (mla_last && no_mla_last) {
-    fmt::print(stderr, "error: --mla-last and --no-mla-last contradict each other\n");
-    return 2;
-  }
+  if (out.empty()) { return usage_error("give an output file with -o OUT.gguf (see k3 synth --help)"); }
+  if (sparse && no_sparse) { return usage_error("--sparse and --no-sparse contradict each other"); }
+  if (mla_last && no_mla_last) { return usage_error("--mla-last and --no-mla-last contradict each other"); }
   tools::SynthConfig cfg;
   try {
     cfg = tools::synth_preset(preset);
-  } catch (const Error& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return 2;
-  }
+  } catch (const Error& e) { return usage_error("{}", e.what()); }
   auto set = [](auto& dst, const auto& src) {
     if (src) dst = *src;
   };
@@ -153,19 +141,13 @@ int cmd_synth(int argc, char** argv) {
   std::vector<tools::TypeRule> user;
   try {
     for (const std::string& r : rules) user.push_back(tools::parse_type_rule(r));
-  } catch (const Error& e) {
-    fmt::print(stderr, "error: --type-rule: {}\n", e.what());
-    return 2;
-  }
+  } catch (const Error& e) { return usage_error("--type-rule: {}", e.what()); }
   cfg.rules.insert(cfg.rules.begin(), user.begin(), user.end());
 
   // A configuration that cannot make a valid model is a usage error (exit 2), like a bad flag.
   try {
     tools::synth_plan(cfg);
-  } catch (const Error& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return 2;
-  }
+  } catch (const Error& e) { return usage_error("{}", e.what()); }
   tools::SynthResult res = tools::write_synth(out, cfg, !quiet && !no_progress);
   if (!quiet) {
     double gib = static_cast<double>(res.tensor_bytes) / (1ull << 30);

@@ -98,13 +98,9 @@ int cmd_tokenize(int argc, char** argv) {
   app.add_flag("--add-special", add_special, "add BOS/EOS where the vocabulary asks for them");
   app.add_flag("--timing", timing, "report load and encode time and throughput on stderr");
   if (auto rc = parse_args(app, argc, argv)) return *rc;
-  if (!file.empty() && !text_arg.empty()) {
-    fmt::print(stderr, "error: give TEXT or -f FILE, not both\n");
-    return 2;
-  }
+  if (!file.empty() && !text_arg.empty()) { return usage_error("give TEXT or -f FILE, not both"); }
   if (file.empty() && text_arg.empty()) {
-    fmt::print(stderr, "error: give the text to tokenize (TEXT, '-' or -f FILE)\n");
-    return 2;
+    return usage_error("give the text to tokenize (TEXT, '-' or -f FILE)");
   }
   const std::string input = !file.empty() ? read_input(file) : text_arg == "-" ? read_input("-") : text_arg;
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/parse_args.h"
 #include "core/error.h"
 #include "dist/cluster.h"
 #include "core/version.h"
@@ -81,6 +82,5 @@ int main(int argc, char** argv) {
     }
     return rc;
   }
-  fmt::print(stderr, "error: unknown command '{}' (see k3 --help)\n", argv[1]);
-  return 2;
+  return usage_error("unknown command '{}' (see k3 --help)", argv[1]);
 }

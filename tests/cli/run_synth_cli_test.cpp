@@ -139,6 +139,19 @@ TEST_F(Cli, EverySubcommandAgreesOnUsageErrorsAndHelp) {
   }
 }
 
+// A command's own checks of its flags go through the same path (cli::usage_error): one line
+// `error: …` on stderr and exit status 2, for every command that has such checks.
+TEST_F(Cli, CommandsOwnFlagChecksAreUsageErrors) {
+  for (const char* line :
+       {"nosuch", "run --threads -1", "serve --parallel 0", "quantize",
+        "synth --sparse --no-sparse -o x.gguf", "tokenize -m x.gguf", "info", "reap -m x.gguf -o y",
+        "eval-logits -m x.gguf -o y", "split x.gguf y", "perplexity -m x.gguf", "imatrix -m x.gguf -o y"}) {
+    Result r = k3(line);
+    EXPECT_EQ(r.rc, 2) << line << "\n" << r.err;
+    EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << line << "\n" << r.err;
+  }
+}
+
 TEST_F(Cli, MissingModelFileIsAnErrorNamingIt) {
   Result r = k3("run -m '" + path("absent.gguf") + "' -n 1");
   EXPECT_EQ(r.rc, 1);

@@ -14,7 +14,8 @@ int checked_half(int x) {
 TEST(AssertDeathTest, ABrokenInvariantAbortsNamingFileLineAndCondition) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EQ(checked_half(4), 2);
-  EXPECT_DEATH(checked_half(3), "assert_test.cpp:[0-9]+: assertion failed: x % 2 == 0 \\(only even numbers\\)");
+  EXPECT_DEATH(checked_half(3),
+               "assert_test.cpp:[0-9]+: assertion failed: x % 2 == 0 \\(only even numbers\\)");
   EXPECT_DEATH(K3_ASSERT(1 + 1 == 3), "assertion failed: 1 \\+ 1 == 3\n");
 }
 
