@@ -322,6 +322,19 @@ void OutputParser::finish_call() {
   result_.tool_calls.push_back(std::move(tc));
 }
 
+// Inside an argument or a JSON body, a close tag of an enclosing scope (call, tools, message)
+// ends the call there and then; true when `n` was one of them (docs/CHAT-FORMAT.md, R10).
+bool OutputParser::close_outside_call(std::string_view n) {
+  State next;
+  if (n == "call") next = State::Tools;
+  else if (n == "tools") next = State::AfterTools;
+  else if (n == "message") next = State::Done;
+  else return false;
+  finish_call();
+  state_ = next;
+  return true;
+}
+
 void OutputParser::on_tag(const Tag& t) {
   const std::string& n = t.name;
   resolve_between();
@@ -401,16 +414,9 @@ void OutputParser::on_tag(const Tag& t) {
         if (n == "argument") {
           finish_arg();
           state_ = State::Call;
-        } else if (n == "call") {
-          finish_call();
-          state_ = State::Tools;
-        } else if (n == "tools") {
-          finish_call();
-          state_ = State::AfterTools;
-        } else if (n == "message") {
-          finish_call();
-          state_ = State::Done;
-        } else arg_->buf += t.raw;
+        } else if (!close_outside_call(n)) {
+          arg_->buf += t.raw;
+        }
       }
       return;
     case State::Json:
@@ -425,16 +431,9 @@ void OutputParser::on_tag(const Tag& t) {
         if (n == "json") {
           finish_json();
           state_ = State::Call;
-        } else if (n == "call") {
-          finish_call();
-          state_ = State::Tools;
-        } else if (n == "tools") {
-          finish_call();
-          state_ = State::AfterTools;
-        } else if (n == "message") {
-          finish_call();
-          state_ = State::Done;
-        } else *jbuf_ += t.raw;
+        } else if (!close_outside_call(n)) {
+          *jbuf_ += t.raw;
+        }
       }
       return;
     case State::AfterTools:

@@ -116,6 +116,7 @@ class OutputParser {
   // Layer 2: channel machine.
   void on_text(std::string_view bytes);
   void on_tag(const Tag& tag);
+  bool close_outside_call(std::string_view n);
   void on_end(StopReason stop);
   void resolve_between();
   void emit_reasoning(std::string_view b);
