@@ -7,9 +7,13 @@ Usage: check_commits.py ROOT        check ROOT's history (exit 77 when there is 
                                     not a git checkout, or a shallow one without the start)
        check_commits.py --self-test check the rules on made-up messages
 """
+import os
 import re
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from lint_main import lint_main  # noqa: E402
 
 MAX_SUBJECT = 72
 BODY_OVER_LINES = 40
@@ -89,14 +93,5 @@ def self_test():
     return 0
 
 
-def main():
-    if sys.argv[1:] == ["--self-test"]:
-        return self_test()
-    if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    return check(sys.argv[1])
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(lint_main(__doc__, self_test, check))

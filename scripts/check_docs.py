@@ -12,6 +12,9 @@ import re
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from lint_main import lint_main  # noqa: E402
+
 # Pages checked: every Markdown file outside dependencies and build outputs.
 SKIP_DIRS = {".git", "node_modules", "third_party", "build", ".cache"}
 # Reader-facing pages, where "issue 19" means nothing to the reader.
@@ -135,13 +138,8 @@ def self_test():
     return 0
 
 
-def main():
-    if sys.argv[1:] == ["--self-test"]:
-        return self_test()
-    if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    problems = check_tree(sys.argv[1])
+def report(root):
+    problems = check_tree(root)
     for p in problems:
         print(p)
     if problems:
@@ -152,4 +150,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(lint_main(__doc__, self_test, report))
