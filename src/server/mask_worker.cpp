@@ -8,10 +8,13 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/release_memory.h"
 
 namespace k3::server {
 
 namespace {
+
+constexpr size_t kTrimAfterMatcher = 16u << 20;
 
 // The calling thread runs only when a core would otherwise idle (SCHED_IDLE needs no
 // privilege); where that is refused, at nice 19.
@@ -43,6 +46,9 @@ MaskWorker::~MaskWorker() {
   stop_ = true;
   cv_.notify_all();
   thread_.join();
+  // A large matcher (or one stopped by its limits, which may have been at its cap) freed its
+  // memory in the worker's own arena: hand it back.
+  if (error_ || stats_.peak_bytes >= kTrimAfterMatcher) release_freed_memory();
 }
 
 void MaskWorker::feed(int32_t token) {
@@ -79,7 +85,10 @@ void MaskWorker::run(std::shared_ptr<const grammar::Grammar> g,
         must_end_ = m->must_end();
         mask_ = must_end_ ? std::span<const uint64_t>() : m->allowed();
         stats_ = m->stats();
-      } catch (...) { error_ = std::current_exception(); }
+      } catch (...) {
+        error_ = std::current_exception();
+        if (m) stats_ = m->stats();
+      }
     }
     first = false;
     tokens.clear();

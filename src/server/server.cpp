@@ -18,6 +18,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/release_memory.h"
 #include "core/version.h"
 #include "grammar/work_budget.h"
 #include "model/model.h"
@@ -37,6 +38,11 @@ namespace k3::server {
 using text::Json;
 
 namespace {
+
+// A request body at least this large (after decoding) is parsed into a JSON tree several
+// times its size; once both are freed the server hands the memory back (core/release_memory.h),
+// so that a few such requests on different threads do not leave their sum resident.
+constexpr size_t kTrimAfterBody = 256u << 10;
 
 const char* kJson = "application/json; charset=utf-8";
 
@@ -283,6 +289,7 @@ RequestLimits Server::Impl::request_limits() const {
 Server::Server(std::shared_ptr<const model::Model> model, std::shared_ptr<const text::Tokenizer> tok,
                ServerOptions opts)
     : impl_(std::make_unique<Impl>()) {
+  keep_little_free_memory();  // a server runs for weeks: what it frees goes back (core/release_memory.h)
   Impl& s = *impl_;
   s.opts = std::move(opts);
   s.model = std::move(model);
@@ -713,6 +720,13 @@ void Server::Impl::routes() {
   auto with_body = [this, guarded](auto fn) {
     auto inner = guarded([this, fn](const httplib::Request& req, httplib::Response& res,
                                     const httplib::ContentReader& reader) {
+      // Declared first, so it runs after the body and its parse are freed (release_freed_memory).
+      struct Trim {
+        size_t bytes = 0;
+        ~Trim() {
+          if (bytes >= kTrimAfterBody) release_freed_memory();
+        }
+      } trim;
       std::string body;
       bool over = false;
       const bool ok = reader([&](const char* data, size_t n) {
@@ -735,6 +749,7 @@ void Server::Impl::routes() {
       if (!ok && t_conn && t_conn->timed_out())
         throw ApiError(408, "timeout_error", late_request_message(http.limits));
       if (!ok) throw ApiError(400, "invalid_request_error", "the request body could not be read");
+      trim.bytes = body.size();
       fn(req, res, parse_body(body));
     });
     return httplib::Server::HandlerWithContentReader(inner);
