@@ -15,7 +15,7 @@ std::string lower(std::string_view s) {
 }
 
 bool is_loopback_bind(const std::string& h) {
-  return h == "127.0.0.1" || h == "::1" || h == "localhost" || h.rfind("127.", 0) == 0;
+  return h == "127.0.0.1" || h == "::1" || h == "localhost" || h.starts_with("127.");
 }
 
 // A header value fit to compare: no control bytes (a NUL or CR would let a forged value

@@ -42,7 +42,7 @@ std::string compile_schema(const Json& schema, bool strict, const std::string& p
     throw;  // nobody's answer (the client is gone, or the server drains): the caller drops it
   } catch (const k3::Error& e) {  // the deadline included: the client's schema is too costly
     std::string_view what = e.what();
-    if (what.rfind("json_schema: ", 0) == 0) what.remove_prefix(13);
+    if (what.starts_with("json_schema: ")) what.remove_prefix(13);
     bad_request(param, "{}: {}", param, what);
   }
 }

@@ -58,7 +58,7 @@ void send_json(httplib::Response& res, const Json& j) {
 }
 
 // The chat page's files (webui.h): "/" and everything under /assets/.
-bool is_page_path(const std::string& path) { return path == "/" || path.rfind("/assets/", 0) == 0; }
+bool is_page_path(const std::string& path) { return path == "/" || path.starts_with("/assets/"); }
 
 // The path label of k3_http_requests_total: one of the server's routes, "/assets" for the
 // page's files, else "other". Raw paths would let any client forge samples and grow the
@@ -657,7 +657,7 @@ void Server::Impl::routes() {
     // The page's files are the same for everyone; the page asks for the key itself.
     if (opts.webui && is_page_path(req.path)) return httplib::Server::HandlerResponse::Unhandled;
     std::string auth = req.get_header_value("Authorization");
-    std::string key = auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : std::string();
+    std::string key = auth.starts_with("Bearer ") ? auth.substr(7) : std::string();
     if (constant_time_equal(key, opts.api_key)) return httplib::Server::HandlerResponse::Unhandled;
     return refuse(401, "authentication_error", "Invalid API Key");
   });

@@ -25,7 +25,7 @@ std::unique_ptr<ExpertStore> build_store(const model::Model& m, const MemoryOpti
   const model::HParams& hp = m.hparams();
   if (!hp.has_moe()) return nullptr;
   for (const gguf::Shard& sh : m.gguf().shards())
-    if (sh.path.rfind("/proc/", 0) == 0 || !std::filesystem::is_regular_file(sh.path))
+    if (sh.path.starts_with("/proc/") || !std::filesystem::is_regular_file(sh.path))
       fail(
           "--ram-budget streams experts from the model file; this model is not a plain file ({}): "
           "give one with -m, or use --mmap",

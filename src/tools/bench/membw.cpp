@@ -41,7 +41,7 @@ std::string cpu_model_name() {
   std::ifstream f("/proc/cpuinfo");
   std::string line;
   while (std::getline(f, line)) {
-    if (line.rfind("model name", 0) == 0) {
+    if (line.starts_with("model name")) {
       const auto colon = line.find(':');
       if (colon != std::string::npos) return trim(line.substr(colon + 1));
     }

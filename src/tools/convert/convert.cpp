@@ -480,7 +480,7 @@ ConvertResult convert_hf(const ConvertOptions& opt) {
   size_t dropped = 0;
   for (const auto& [name, t] : st->tensors()) {
     if (pl.used.count(name)) continue;
-    if (!cfg.tensor_prefix.empty() && name.rfind(cfg.tensor_prefix, 0) != 0) {
+    if (!cfg.tensor_prefix.empty() && !name.starts_with(cfg.tensor_prefix)) {
       ++dropped;  // vision tower / projector: not part of the text model
       continue;
     }

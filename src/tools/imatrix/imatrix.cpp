@@ -51,7 +51,7 @@ std::string format_coverage(const std::vector<LayerCoverage>& cov) {
 
 ImatrixCollector::ImatrixCollector(const gguf::GgufFile& file, const model::HParams& hp) {
   for (const gguf::TensorInfo& t : file.tensors()) {
-    if (t.name.rfind("blk.", 0) != 0 || t.ne.size() < 2 || !t.data) continue;
+    if (!t.name.starts_with("blk.") || t.ne.size() < 2 || !t.data) continue;
     const int64_t n_mat = t.dim(2) * t.dim(3);
     const bool exps = t.name.find("_exps") != std::string::npos;
     ranges_.push_back(

@@ -19,7 +19,7 @@ namespace {
 bool is_expert(const std::string& name) { return name.find("_exps.") != std::string::npos; }
 
 int layer_of(const std::string& name) {
-  if (name.rfind("blk.", 0) != 0) return -1;
+  if (!name.starts_with("blk.")) return -1;
   return std::atoi(name.c_str() + 4);
 }
 

@@ -22,13 +22,13 @@ constexpr const char* kRequired[] = {"ffn_gate_inp.weight", "ffn_gate_exps.weigh
 
 // The layer of a "blk.N.<expert stem>..." tensor, or nullopt for any other tensor.
 std::optional<uint32_t> expert_tensor_layer(const std::string& name) {
-  if (name.rfind("blk.", 0) != 0) return std::nullopt;
+  if (!name.starts_with("blk.")) return std::nullopt;
   size_t p = 4, q = p;
   while (q < name.size() && name[q] >= '0' && name[q] <= '9') ++q;
   if (q == p || q - p > 6 || q >= name.size() || name[q] != '.') return std::nullopt;
   const std::string rest = name.substr(q + 1);
   for (const char* stem : kExpertStems)
-    if (rest.rfind(stem, 0) == 0) return static_cast<uint32_t>(std::stoul(name.substr(p, q - p)));
+    if (rest.starts_with(stem)) return static_cast<uint32_t>(std::stoul(name.substr(p, q - p)));
   return std::nullopt;
 }
 
