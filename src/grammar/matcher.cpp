@@ -85,6 +85,13 @@ struct GrammarMatcher::Impl {
     if (b > lim.max_bytes) throw OverCap{};
   }
 
+  // Counts n more bytes about to be held, refusing (OverCap) before they would pass the cap.
+  void hold(size_t n) {
+    if (bytes() + n > lim.max_bytes) throw OverCap{};
+    held += n;
+    stats->peak_bytes = std::max(stats->peak_bytes, bytes());
+  }
+
   void spend(size_t n) {
     work += n;
     if (work > lim.max_work_per_token)
@@ -163,16 +170,13 @@ struct GrammarMatcher::Impl {
       fail("grammar: more than {} parses alive at once (the grammar is too ambiguous)",
            lim.max_stacks_per_state);
     if (auto known = state_ids.find(out); known != state_ids.end()) return known->second;
-    const size_t cost = 2 * out.size() * sizeof(int32_t) + kStateOverhead + 2 * kRowOverhead;
-    if (bytes() + cost > lim.max_bytes) throw OverCap{};
+    hold(2 * out.size() * sizeof(int32_t) + kStateOverhead + 2 * kRowOverhead);
     const int32_t id = static_cast<int32_t>(states.size());
     state_ids.emplace(out, id);
     states.push_back(out);
     trans.emplace_back();
     masks.emplace_back();
-    held += cost;
     ++stats->states;
-    check_bytes();
     return id;
   }
 
@@ -196,8 +200,7 @@ struct GrammarMatcher::Impl {
   int32_t next(int32_t state, size_t sym) {
     auto& t = trans[static_cast<size_t>(state)];
     if (t.empty()) {
-      if (bytes() + alpha * sizeof(int32_t) > lim.max_bytes) throw OverCap{};
-      held += alpha * sizeof(int32_t);
+      hold(alpha * sizeof(int32_t));
       t.assign(alpha, kUnknown);
     }
     if (t[sym] != kUnknown) return t[sym];
@@ -361,8 +364,7 @@ std::span<const uint64_t> GrammarMatcher::allowed() {
     m.maybe_flush();
     if (m.masks[static_cast<size_t>(m.cur)].empty()) {
       std::vector<uint64_t> fresh;
-      if (m.bytes() + m.mask_words * sizeof(uint64_t) > m.lim.max_bytes) throw OverCap{};
-      m.held += m.mask_words * sizeof(uint64_t);
+      m.hold(m.mask_words * sizeof(uint64_t));
       m.compute_mask(m.cur, fresh);
       m.masks[static_cast<size_t>(m.cur)] = std::move(fresh);
       ++stats_.mask_computes;

@@ -99,10 +99,7 @@ void recurrent_head_trap(const HeadInputs& in, const std::vector<int64_t>& idx, 
 void recurrent_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t h, float* S,
                     Scratch::KdaThread& tmp) {
   const int64_t D = in.D;
-  const size_t Dz = static_cast<size_t>(D);
-  double* eg = reserve_at_least(tmp.eg, Dz);
-  double* kd = reserve_at_least(tmp.kd, Dz);
-  double* qd = reserve_at_least(tmp.qd, Dz);
+  double *eg = tmp.eg.data(), *kd = tmp.kd.data(), *qd = tmp.qd.data();  // D each (reserve_fixed)
   for (int64_t t : idx) {
     const auto [q, k, v, g, beta, o] = in.at(t, h);
     for (int64_t i = 0; i < D; ++i) {
@@ -122,17 +119,15 @@ void recurrent_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64
 void chunked_head(const HeadInputs& in, const std::vector<int64_t>& idx, int64_t h, float* S,
                   Scratch::KdaThread& tmp) {
   const int64_t D = in.D, n = static_cast<int64_t>(idx.size());
-  const size_t DD = static_cast<size_t>(D * D), CD = static_cast<size_t>(kChunk * D), CC = kChunk * kChunk;
-  double* Sd = reserve_at_least(tmp.state, DD);
+  const size_t DD = static_cast<size_t>(D * D);
+  // All sized by reserve_fixed before the dispatch.
+  double* Sd = tmp.state.data();
   std::copy(S, S + DD, Sd);
-  double *q = reserve_at_least(tmp.q, CD), *k = reserve_at_least(tmp.k, CD), *v = reserve_at_least(tmp.v, CD);
-  double *G = reserve_at_least(tmp.G, CD), *U = reserve_at_least(tmp.U, CD), *W = reserve_at_least(tmp.W, CD);
-  double *Vp = reserve_at_least(tmp.Vp, CD), *eG = reserve_at_least(tmp.eG, CD);
-  double *Kp = reserve_at_least(tmp.Kp, CD), *Km = reserve_at_least(tmp.Km, CD),
-         *Qp = reserve_at_least(tmp.Qp, CD);
-  double *beta = reserve_at_least(tmp.beta, kChunk), *vcol = reserve_at_least(tmp.vcol, kChunk);
-  double* ed = reserve_at_least(tmp.ed, static_cast<size_t>(D));
-  double *Lm = reserve_at_least(tmp.Lm, CC), *P = reserve_at_least(tmp.P, CC);
+  double *q = tmp.q.data(), *k = tmp.k.data(), *v = tmp.v.data(), *G = tmp.G.data(), *U = tmp.U.data();
+  double *W = tmp.W.data(), *Vp = tmp.Vp.data(), *eG = tmp.eG.data(), *Kp = tmp.Kp.data(),
+         *Km = tmp.Km.data();
+  double *Qp = tmp.Qp.data(), *beta = tmp.beta.data(), *vcol = tmp.vcol.data(), *ed = tmp.ed.data();
+  double *Lm = tmp.Lm.data(), *P = tmp.P.data();
   for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
     const int64_t L = std::min(kChunk, n - c0);
     double gmin = 0.0;

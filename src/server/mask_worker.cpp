@@ -40,10 +40,9 @@ MaskWorker::MaskWorker(std::shared_ptr<const grammar::Grammar> g,
 
 MaskWorker::~MaskWorker() {
   {
-    std::lock_guard<std::mutex> lk(mu_);
-    stop_flag_ = true;
+    std::lock_guard<std::mutex> lk(mu_);  // so the worker is either waiting or sees it
+    stop_ = true;
   }
-  stop_ = true;
   cv_.notify_all();
   thread_.join();
   // A large matcher (or one stopped by its limits, which may have been at its cap) freed its
@@ -72,8 +71,8 @@ void MaskWorker::run(std::shared_ptr<const grammar::Grammar> g,
   bool first = true;
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
-    cv_.wait(lk, [&] { return stop_flag_ || first || !pending_.empty(); });
-    if (stop_flag_) return;
+    cv_.wait(lk, [&] { return stop_.load() || first || !pending_.empty(); });
+    if (stop_) return;
     tokens.swap(pending_);
     pending_.clear();
     lk.unlock();

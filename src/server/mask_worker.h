@@ -54,9 +54,8 @@ class MaskWorker {
   std::function<void()> on_ready_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<int32_t> pending_;  // fed, not yet accepted
-  bool stop_flag_ = false;        // under mu_
-  std::atomic<bool> stop_{false};
+  std::vector<int32_t> pending_;   // fed, not yet accepted
+  std::atomic<bool> stop_{false};  // set under mu_; also read by the matcher's probe
   std::atomic<bool> ready_{false};
   // Written by the worker before ready_ turns true, read by the scheduler after.
   std::exception_ptr error_;

@@ -7,11 +7,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <optional>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "core/error.h"
