@@ -25,8 +25,8 @@
 #include "grammar/matcher.h"
 #include "grammar/token_vocab.h"
 #include "runtime/sampler.h"
-#include "server/request_constraint.h"
-#include "server/vocab_roles.h"
+#include "chat/constraint.h"
+#include "chat/vocab_roles.h"
 #include "text/json_py.h"
 #include "text/tokenizer.h"
 
@@ -132,10 +132,8 @@ int main(int argc, char** argv) {
     const std::string schemas_path = pos.size() > 1 ? pos[1] : "tests/data/grammar/schemas.json";
     auto tok = text::Tokenizer::from_gguf_path(pos[0]);
     // A vocabulary without the XTML markers (another model's) is measured as completions only.
-    std::optional<server::VocabRoles> roles;
-    try {
-      roles = server::VocabRoles::of(*tok);
-    } catch (const k3::Error&) {}
+    std::optional<chat::VocabRoles> roles = chat::VocabRoles::of(*tok);
+    if (!roles->has_chat()) roles.reset();
     const int32_t end = roles ? roles->end_of_msg : (tok->eog_ids().empty() ? -1 : tok->eog_ids().front());
 
     auto t0 = Clock::now();
@@ -159,8 +157,8 @@ int main(int argc, char** argv) {
     for (const text::Json& item : corpus) {
       text::Json req = {{"json_schema", item["schema"]}};
       auto tc = Clock::now();
-      auto g_chat = roles ? server::chat_constraint(req, false, *tok) : nullptr;
-      auto g_raw = server::completion_constraint(req, *tok);
+      auto g_chat = roles ? chat::chat_constraint(req, false, *tok) : nullptr;
+      auto g_raw = chat::completion_constraint(req, *tok);
       compile_ms += ms_since(tc);
       if (g_chat) run_one(g_chat, gv, end, n_tokens, seed, logits, chat);
       run_one(g_raw, gv, end, n_tokens, seed, logits, raw);

@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "cli/commands.h"
+#include "cli/open_model.h"
 #include "cli/dist_flags.h"
 #include "cli/parse_args.h"
 #include "core/atomic_file.h"
@@ -47,7 +48,7 @@ int cmd_eval_logits(int argc, char** argv) {
   if (tokens.empty()) fail("no tokens given");
   const runtime::EvalMode mode = runtime::EvalMode::parse(mode_arg);
 
-  auto model = model::Model::load(model_path);
+  auto model = open_model(model_path, VocabNeed::Optional, "eval-logits").model;
   runtime::EngineOptions opts;
   opts.n_threads = threads;
   opts.cache_type = kv_type == "f16" ? runtime::CacheType::F16 : runtime::CacheType::F32;

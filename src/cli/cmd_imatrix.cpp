@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "cli/open_model.h"
 #include "cli/parse_args.h"
 #include "cli/token_input.h"
 #include "core/error.h"
@@ -50,7 +51,7 @@ int cmd_imatrix(int argc, char** argv) {
     return usage_error("give exactly one of -f, --tokens-file or --chat");
   }
 
-  auto model = model::Model::load(model_path);
+  auto model = open_model(model_path, VocabNeed::Optional, "imatrix").model;
   CorpusTokens corpus;
   if (!chat_file.empty()) {
     auto tok = text::Tokenizer::from_gguf(model->gguf());

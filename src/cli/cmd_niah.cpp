@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
-#include "cli/embedded_model.h"
+#include "cli/open_model.h"
 #include "cli/memory_flags.h"
 #include "cli/parse_args.h"
 #include "core/error.h"
@@ -22,9 +22,9 @@
 #include "gguf/file.h"
 #include "model/model.h"
 #include "runtime/engine.h"
-#include "runtime/generate.h"
-#include "runtime/sampler.h"
-#include "server/vocab_roles.h"
+#include "server/local_job.h"
+#include "server/scheduler.h"
+#include "chat/vocab_roles.h"
 #include "store/engine_shape.h"
 #include "store/install.h"
 #include "text/chat_template.h"
@@ -124,6 +124,121 @@ std::string trim(std::string s) {
   return s;
 }
 
+// The filler and the prompts built from it.
+struct Haystack {
+  const text::Tokenizer& tok;
+  std::vector<std::string> sentences;
+  bool think = false;
+  std::vector<int64_t> cost;  // tokens of each sentence (text segments encode on their own)
+  int64_t overhead = 0;       // tokens of the template, the needle and the question
+
+  Haystack(const text::Tokenizer& t, std::vector<std::string> s, bool th)
+      : tok(t), sentences(std::move(s)), think(th) {
+    for (const auto& x : sentences) cost.push_back(static_cast<int64_t>(tok.encode(x).size()));
+    overhead = static_cast<int64_t>(
+        render(std::string("The pass key is 12345. Remember it. 12345 is the pass key. ") + kQuestion)
+            .size());
+  }
+  std::vector<int32_t> render(const std::string& content) const {
+    nlohmann::json req = {{"messages", nlohmann::json::array({{{"role", "user"}, {"content", content}}})},
+                          {"chat_template_kwargs", {{"thinking", think}}}};
+    return chat::tokenize_segments(tok, text::render_chat_segments(text::chat_input_from_request(req, true)));
+  }
+  // Sentences (cycled) until the prompt reaches `len` tokens.
+  std::vector<size_t> pick(int64_t len) const {
+    std::vector<size_t> picked;
+    int64_t total = overhead;
+    for (size_t i = 0; total < len; ++i) {
+      const size_t k = i % sentences.size();
+      if (total + cost[k] > len && !picked.empty()) break;
+      picked.push_back(k);
+      total += cost[k];
+    }
+    return picked;
+  }
+  // The needle with `key` at `depth` of the picked sentences, then the question.
+  std::vector<int32_t> prompt(const std::vector<size_t>& picked, double depth, const std::string& key) const {
+    const size_t at = static_cast<size_t>(std::llround(depth * static_cast<double>(picked.size())));
+    std::string content;
+    for (size_t i = 0; i <= picked.size(); ++i) {
+      if (i == at) content += fmt::format("The pass key is {0}. Remember it. {0} is the pass key. ", key);
+      if (i < picked.size()) content += sentences[picked[i]];
+    }
+    return render(trim(content) + kQuestion);
+  }
+};
+
+// One cell's trial: the model answers greedily, as a chat turn.
+void ask(server::Scheduler& sched, std::vector<int32_t> prompt, bool think, int max_answer, Cell& c) {
+  auto job = std::make_shared<server::Job>();
+  job->kind = server::JobKind::Chat;
+  job->prompt = std::move(prompt);
+  job->parser.thinking = think;
+  job->params.sampler.temperature = 0;  // greedy
+  job->params.max_tokens = max_answer;
+  c.prompt_tokens = static_cast<int64_t>(job->prompt.size());
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string answer;
+  server::run_job(sched, job, [&](const server::Event& e) { answer += e.delta.content; });
+  c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  c.answer = trim(answer);
+  c.pass = c.answer == c.key;
+}
+
+struct Grid {
+  const std::vector<int64_t>& lengths;
+  const std::vector<double>& depths;
+  const std::vector<Cell>& cells;
+  // A cell of the grid passes when all its trials do.
+  bool pass(int64_t len, double depth) const {
+    bool ok = true;
+    for (const Cell& c : cells)
+      if (c.length == len && c.depth == depth) ok = ok && c.pass;
+    return ok;
+  }
+  int passed() const {
+    int n = 0;
+    for (int64_t len : lengths)
+      for (double d : depths) n += pass(len, d) ? 1 : 0;
+    return n;
+  }
+  int total() const { return static_cast<int>(lengths.size() * depths.size()); }
+};
+
+void print_json(const Grid& g, const std::string& shown, bool think, int trials, uint64_t seed) {
+  nlohmann::json out = {{"model", shown},
+                        {"thinking", think},
+                        {"trials", trials},
+                        {"seed", seed},
+                        {"passed", g.passed()},
+                        {"cells_total", g.total()},
+                        {"results", nlohmann::json::array()}};
+  for (const Cell& c : g.cells)
+    out["results"].push_back({{"length", c.length},
+                              {"depth", c.depth},
+                              {"trial", c.trial},
+                              {"key", c.key},
+                              {"answer", c.answer},
+                              {"pass", c.pass},
+                              {"prompt_tokens", c.prompt_tokens},
+                              {"seconds", c.seconds}});
+  fmt::print("{}\n", out.dump(1));
+}
+
+void print_grid(const Grid& g, int trials) {
+  std::string head = fmt::format("{:>8}", "length");
+  for (double d : g.depths) head += fmt::format(" {:>6.2f}", d);
+  fmt::print("{}\n", head);
+  for (int64_t len : g.lengths) {
+    std::string row =
+        len % 1024 == 0 ? fmt::format("{:>8}", fmt::format("{}k", len / 1024)) : fmt::format("{:>8}", len);
+    for (double d : g.depths) row += fmt::format(" {:>6}", g.pass(len, d) ? "ok" : "FAIL");
+    fmt::print("{}\n", row);
+  }
+  fmt::print("NIAH: {}/{} cells exact ({} trial{} per cell)\n", g.passed(), g.total(), trials,
+             trials == 1 ? "" : "s");
+}
+
 }  // namespace
 
 int cmd_niah(int argc, char** argv) {
@@ -186,145 +301,46 @@ int cmd_niah(int argc, char** argv) {
     if (sentences.empty()) fail("--haystack: {} has no text", haystack_path);
   } catch (const Error& e) { return usage_error("{}", e.what()); }
 
-  std::shared_ptr<model::Model> model =
-      model_path.empty() ? load_embedded_model() : model::Model::load(model_path);
-  const std::string shown =
-      model_path.empty() ? std::string("(embedded ") + kEmbeddedModelName + ")" : model_path;
-  const gguf::GgufFile& file = model->gguf();
-  if (!file.find("tokenizer.ggml.tokens")) fail("{} has no vocabulary", shown);
-  auto tok = text::Tokenizer::from_gguf(file);
-  const server::VocabRoles roles = server::VocabRoles::of(*tok);
-
+  OpenedModel m = open_model(model_path, VocabNeed::Chat, "niah");
   const int64_t max_len = *std::max_element(lengths.begin(), lengths.end());
-  runtime::EngineOptions eo;
-  eo.n_threads = threads;
-  eo.n_ctx = max_len + max_answer + 64;
+  server::SchedulerOptions so;
+  so.n_slots = 1;
+  so.n_threads = threads;
+  so.n_ctx = max_len + max_answer + 64;
+  so.prompt_cache = false;  // every prompt is new
   mem.decode_copy = false;  // long prompts, answers of a few tokens: the load would cost more than it saves
-  store::install_store(*model, mem, store::shape_of(*model, eo));  // the store, if any, lives with the model
-  runtime::Engine engine(model, eo);
+  store::install_store(*m.model, mem, store::shape_of(*m.model, so.engine_options()));
+  server::Scheduler sched(m.model, m.tok, so);
 
-  // Token count of each filler sentence (text segments are encoded on their own, so a
-  // sentence costs about the same anywhere in the haystack).
-  std::vector<int64_t> cost;
-  for (const auto& s : sentences) cost.push_back(static_cast<int64_t>(tok->encode(s).size()));
-
-  auto render = [&](const std::string& content) {
-    nlohmann::json req = {{"messages", nlohmann::json::array({{{"role", "user"}, {"content", content}}})},
-                          {"chat_template_kwargs", {{"thinking", think}}}};
-    return server::tokenize_segments(*tok,
-                                     text::render_chat_segments(text::chat_input_from_request(req, true)));
-  };
-  const int64_t overhead = static_cast<int64_t>(
-      render(std::string("The pass key is 12345. Remember it. 12345 is the pass key. ") + kQuestion).size());
-
+  Haystack hay{*m.tok, std::move(sentences), think};
   std::mt19937_64 rng(seed);
   std::vector<Cell> cells;
   int64_t all_tokens = 0;
   for (int64_t len : lengths) all_tokens += len * static_cast<int64_t>(depths.size()) * trials;
   Progress bar(static_cast<uint64_t>(all_tokens), "niah", !no_progress, ProgressUnit::tokens);
-  fmt::print(stderr, "k3 niah: {} | lengths {} | depths {} | {} trial(s) | thinking {}\n", shown, lengths_arg,
-             depths_arg, trials, think ? "on" : "off");
+  fmt::print(stderr, "k3 niah: {} | lengths {} | depths {} | {} trial(s) | thinking {}\n", m.name,
+             lengths_arg, depths_arg, trials, think ? "on" : "off");
   for (int64_t len : lengths) {
-    // Sentences (cycled) until the prompt reaches the length.
-    std::vector<size_t> picked;
-    int64_t total = overhead;
-    for (size_t i = 0; total < len; ++i) {
-      const size_t s = i % sentences.size();
-      if (total + cost[s] > len && !picked.empty()) break;
-      picked.push_back(s);
-      total += cost[s];
-    }
-    for (double depth : depths) {
+    const std::vector<size_t> picked = hay.pick(len);
+    for (double depth : depths)
       for (int trial = 0; trial < trials; ++trial) {
         Cell c;
         c.length = len;
         c.depth = depth;
         c.trial = trial;
         c.key = std::to_string(10000 + static_cast<int>(rng() % 90000));
-        const size_t at = static_cast<size_t>(std::llround(depth * static_cast<double>(picked.size())));
-        std::string content;
-        for (size_t i = 0; i <= picked.size(); ++i) {
-          if (i == at)
-            content += fmt::format("The pass key is {0}. Remember it. {0} is the pass key. ", c.key);
-          if (i < picked.size()) content += sentences[picked[i]];
-        }
-        content = trim(content) + kQuestion;
-        const std::vector<int32_t> prompt = render(content);
-        c.prompt_tokens = static_cast<int64_t>(prompt.size());
-
-        engine.seq_clear(0);
-        runtime::SamplerParams sp;
-        sp.temperature = 0;  // greedy
-        runtime::Sampler sampler(sp);
-        runtime::GenerateOptions go;
-        go.n_predict = max_answer;
-        go.is_eog = [&](int32_t id) { return tok->is_eog(id); };
-        text::ParserOptions po;
-        po.thinking = think;
-        text::OutputParser parser(po);
-        const auto t0 = std::chrono::steady_clock::now();
-        runtime::GenerateStats st = runtime::generate(engine, sampler, prompt, go, [&](int32_t id) {
-          parser.feed_token(roles.kind(*tok, id), tok->token_bytes(id));
-        });
-        parser.finish(st.stop == "eog" ? text::StopReason::Eog : text::StopReason::Length);
-        c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        c.answer = trim(parser.result().content);
-        c.pass = c.answer == c.key;
+        ask(sched, hay.prompt(picked, depth, c.key), think, max_answer, c);
         bar.println(fmt::format(
             "  length {:>6} depth {:.2f} trial {}: {} tokens, key {} -> '{}' {} ({:.1f} s)", len, depth,
             trial, c.prompt_tokens, c.key, c.answer.substr(0, 40), c.pass ? "ok" : "FAIL", c.seconds));
         bar.advance(static_cast<uint64_t>(len));
         cells.push_back(std::move(c));
       }
-    }
   }
-
   bar.finish();
-  // A cell of the grid passes when all its trials do.
-  int passed = 0, total = 0;
-  auto cell_pass = [&](int64_t len, double depth) {
-    bool ok = true;
-    for (const Cell& c : cells)
-      if (c.length == len && c.depth == depth) ok = ok && c.pass;
-    return ok;
-  };
-  for (int64_t len : lengths)
-    for (double depth : depths) {
-      ++total;
-      passed += cell_pass(len, depth) ? 1 : 0;
-    }
-
-  if (json) {
-    nlohmann::json out = {{"model", shown},
-                          {"thinking", think},
-                          {"trials", trials},
-                          {"seed", seed},
-                          {"passed", passed},
-                          {"cells_total", total},
-                          {"results", nlohmann::json::array()}};
-    for (const Cell& c : cells)
-      out["results"].push_back({{"length", c.length},
-                                {"depth", c.depth},
-                                {"trial", c.trial},
-                                {"key", c.key},
-                                {"answer", c.answer},
-                                {"pass", c.pass},
-                                {"prompt_tokens", c.prompt_tokens},
-                                {"seconds", c.seconds}});
-    fmt::print("{}\n", out.dump(1));
-    return 0;
-  }
-  std::string head = fmt::format("{:>8}", "length");
-  for (double d : depths) head += fmt::format(" {:>6.2f}", d);
-  fmt::print("{}\n", head);
-  for (int64_t len : lengths) {
-    std::string row =
-        len % 1024 == 0 ? fmt::format("{:>8}", fmt::format("{}k", len / 1024)) : fmt::format("{:>8}", len);
-    for (double d : depths) row += fmt::format(" {:>6}", cell_pass(len, d) ? "ok" : "FAIL");
-    fmt::print("{}\n", row);
-  }
-  fmt::print("NIAH: {}/{} cells exact ({} trial{} per cell)\n", passed, total, trials,
-             trials == 1 ? "" : "s");
+  const Grid grid{lengths, depths, cells};
+  if (json) print_json(grid, m.name, think, trials, seed);
+  else print_grid(grid, trials);
   return 0;
 }
 

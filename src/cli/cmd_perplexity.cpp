@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/open_model.h"
 #include "cli/dist_flags.h"
 #include "cli/parse_args.h"
 #include "cli/token_input.h"
@@ -54,7 +55,7 @@ int cmd_perplexity(int argc, char** argv) {
     return usage_error("give exactly one of -f or --tokens-file");
   }
 
-  auto model = model::Model::load(model_path);
+  auto model = open_model(model_path, VocabNeed::Optional, "perplexity").model;
   CorpusTokens corpus = load_corpus_tokens(*model, text_file, tokens_file, "perplexity");
   std::vector<int32_t>& tokens = corpus.tokens;
   if (corpus.bos >= 0) po.bos_token = corpus.bos;

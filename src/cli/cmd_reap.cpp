@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "cli/open_model.h"
 #include "cli/memory_flags.h"
 #include "cli/parse_args.h"
 #include "cli/token_input.h"
@@ -111,7 +112,7 @@ int cmd_reap(int argc, char** argv) {
   tools::check_output_location(opt.output, "-o");
   if (!opt.scores_out.empty()) tools::check_output_location(opt.scores_out, "--scores-out");
 
-  auto model = model::Model::load(model_path);
+  auto model = open_model(model_path, VocabNeed::Optional, "reap").model;
   const uint32_t n_keep = tools::check_reap_request(model->gguf(), opt);
   // Calibration reads experts through the model's expert source (the streaming store under
   // --ram-budget); slicing copies bytes straight from the file's mapping. Calibration is all

@@ -19,7 +19,7 @@
 #include "cli/legacy_flags.h"
 #include "cli/embedded_model.h"
 #include "cli/dist_flags.h"
-#include "cli/memory_flags.h"
+#include "cli/open_model.h"
 #include "cli/parse_args.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -71,15 +71,14 @@ int cmd_serve(int argc, char** argv) {
   std::string model_path, scripted_path;
   std::vector<std::string> scripts;
   server::ServerOptions o;
-  o.sched.n_ctx = 4096;
+  EngineFlags ef;
   bool verbose = false, no_prompt_cache = false, no_webui = false;
   app.add_option("-m,--model", model_path,
                  "GGUF model (first shard); default: the embedded k3-tiny (models/k3-tiny)");
   app.add_option("--host", o.host, "address to listen on (default 127.0.0.1: this machine only)");
   app.add_option("--port", o.port, "TCP port (default 8080; 0: any free port, printed at start)");
-  app.add_option("-c,--ctx", o.sched.n_ctx, "context tokens per slot (default 4096; 0: the model's)");
   app.add_option("--parallel", o.sched.n_slots, "requests decoded together in one batch (default 1)");
-  app.add_option("-t,--threads", o.sched.n_threads, "engine threads (default: the machine's default)");
+  add_engine_flags(app, ef, "context tokens per slot");
   app.add_option("--api-key", o.api_key,
                  "require 'Authorization: Bearer KEY' (default: none; also K3_API_KEY)")
       ->envname("K3_API_KEY");
@@ -132,8 +131,6 @@ int cmd_serve(int argc, char** argv) {
                  "'*' any; requests from other origins get 403 (default: none but the server's own)");
   app.add_flag("--no-webui", no_webui, "do not serve the chat page at / (the API is unchanged)");
   app.add_flag("-v,--verbose", verbose, "log every request");
-  MemoryFlags mem_flags;
-  add_memory_flags(app, mem_flags);
   DistFlags dist_flags;
   add_dist_flags(app, dist_flags);
   LegacyFlags args(argc, argv, {{"-np", "--parallel"}});  // llama-server's spelling
@@ -149,39 +146,26 @@ int cmd_serve(int argc, char** argv) {
       return usage_error(fmt::format("--cors: '{}' is not an origin (scheme://host[:port], or *)", c));
   if (o.port < 0 || o.port > 65535) return usage_error("--port must be in 0…65535");
   if (o.sched.n_slots < 1 || o.sched.n_slots > 256) return usage_error("--parallel must be in 1…256");
-  if (o.sched.n_threads < 0) return usage_error("--threads must be >= 0");
-  if (o.sched.n_ctx < 0) return usage_error("--ctx must be >= 0");
   if (!(o.timeout_s > 0)) return usage_error("--timeout must be > 0");
   if (!(o.drain_s >= 0)) return usage_error("--drain-timeout must be >= 0");
   if (!(o.request_timeout_s > 0)) return usage_error("--request-timeout must be > 0");
   if (o.max_body < 1024) return usage_error("--max-body must be at least 1024");
   if (o.sched.n_batch < 1) return usage_error("--batch must be >= 1");
   store::MemoryOptions mem;
-  if (std::string err = to_memory_options(mem_flags, mem); !err.empty()) return usage_error(err);
+  if (std::string err = apply(ef, o.sched, mem); !err.empty()) return usage_error(err);
   if (verbose) log::set_level(log::Level::debug);
   if (!scripted_path.empty()) {
     scripts = read_scripts(scripted_path);
     log::warn("--scripted-output is a TEST mode: the model's answers come from {}", scripted_path);
   }
 
-  std::shared_ptr<model::Model> model;
-  if (model_path.empty()) {
-    model = load_embedded_model();
-    if (o.model_alias.empty() || o.model_alias == "k3") o.model_alias = kEmbeddedModelName;
-  } else {
-    model = model::Model::load(model_path);
-    if (o.model_alias.empty() || o.model_alias == "k3") o.model_alias = file_stem(model_path);
-  }
+  OpenedModel m = open_model(model_path, VocabNeed::Chat, "serve");
+  if (o.model_alias.empty() || o.model_alias == "k3")
+    o.model_alias = m.embedded ? kEmbeddedModelName : file_stem(model_path);
   o.model_path = model_path;
-  const gguf::GgufFile& file = model->gguf();
-  if (!file.find("tokenizer.ggml.tokens") || file.get_string("tokenizer.ggml.model", "") == "no_vocab")
-    fail("{} has no vocabulary: k3 serve needs one", model_path.empty() ? "the embedded model" : model_path);
-  std::optional<std::string> tpl;
-  if (const gguf::Value* v = file.find("tokenizer.chat_template")) tpl = v->as_string();
-  text::TemplateCheck tc = text::check_chat_template(tpl);
-  if (tc.kind == text::TemplateKind::Unsupported) fail("{}", tc.message);
-  if (tc.kind != text::TemplateKind::K3Exact) log::info("{}", tc.message);
-  auto tok = text::Tokenizer::from_gguf(file);
+  std::shared_ptr<model::Model> model = m.model;
+  std::shared_ptr<const text::Tokenizer> tok = m.tok;
+
   if (!scripts.empty()) o.answers = server::scripted_answers(*tok, scripts);
   // Planned for the engine the scheduler builds: its prompt-cache snapshots are sequences too.
   // --ram-budget: /metrics gains k3_expert_* lines.

@@ -2,7 +2,7 @@
 // Contract: the flags take a file (llama-cli's --grammar-file / --json-schema-file spellings
 // too) or, when no such file exists, the grammar or schema text itself; load() turns them
 // into the request fields the server honours ({"grammar": …} or {"json_schema": …}), so the
-// CLI and `k3 serve` constrain output through the same code (server/request_constraint.h).
+// CLI and `k3 serve` constrain output through the same code (chat/constraint.h).
 // Both flags at once, an unreadable file or a schema that is not JSON is a usage error.
 #pragma once
 

@@ -14,9 +14,9 @@ namespace k3::server {
 using text::StopReason;
 using text::TokenKind;
 
-Generation::Generation(Job& job, const text::Tokenizer& tok, const VocabRoles& roles, int64_t max_tokens,
-                       std::shared_ptr<const grammar::TokenVocab> gvocab, const grammar::MatcherLimits* glim,
-                       std::function<void()> on_mask_ready)
+Generation::Generation(Job& job, const text::Tokenizer* tok, const chat::VocabRoles& roles,
+                       int64_t max_tokens, std::shared_ptr<const grammar::TokenVocab> gvocab,
+                       const grammar::MatcherLimits* glim, std::function<void()> on_mask_ready)
     : job_(job),
       tok_(tok),
       roles_(roles),
@@ -58,7 +58,7 @@ void Generation::prompt_done(double prompt_ms) {
 int32_t Generation::choose(std::span<const float> logits) {
   if (forced_.empty() && budget_) {
     if (auto inj = budget_->take_injection()) {
-      std::vector<int32_t> ids = tokenize_segments(tok_, *inj);
+      std::vector<int32_t> ids = chat::tokenize_segments(*tok_, *inj);
       forced_.insert(forced_.end(), ids.begin(), ids.end());
     }
   }
@@ -110,18 +110,19 @@ void Generation::push_delta(text::ParseDelta&& d) {
 }
 
 void Generation::feed_text(std::string_view bytes) {
-  if (bytes.empty()) return;
   if (parser_) {
-    push_delta(parser_->feed_token(TokenKind::Text, bytes));
-  } else {
-    std::string s = utf8_.push(bytes);
-    if (!s.empty()) {
-      Event e;
-      e.kind = Event::Kind::Delta;
-      e.text = std::move(s);
-      job_.channel.push(std::move(e));
-    }
+    if (!bytes.empty()) push_delta(parser_->feed_token(TokenKind::Text, bytes));
+    return;
   }
+  std::string s = utf8_.push(bytes);
+  // With a vocabulary an event carries text (ids ride along); without one, ids are all there is.
+  if (s.empty() && (tok_ || raw_ids_.empty())) return;
+  Event e;
+  e.kind = Event::Kind::Delta;
+  e.text = std::move(s);
+  e.tokens = std::move(raw_ids_);
+  raw_ids_.clear();
+  job_.channel.push(std::move(e));
 }
 
 bool Generation::accept(int32_t token, bool can_continue) {
@@ -130,10 +131,14 @@ bool Generation::accept(int32_t token, bool can_continue) {
   sampler_.accept(token);
   if (matcher_) matcher_->feed(token);  // a token it refuses is an error at the next mask
   TokenKind kind = roles_.kind(tok_, token);
-  const std::string& piece = tok_.token_bytes(token);
+  // A grammar's end is the end even so: it allows nothing after it.
+  if (kind == TokenKind::Eog && job_.params.ignore_eos && !matcher_) kind = TokenKind::OtherControl;
+  static const std::string kNoText;
+  const std::string& piece = tok_ ? tok_->token_bytes(token) : kNoText;
   if (budget_) budget_->observe(kind, kind == TokenKind::Text ? std::string_view(piece) : std::string_view());
 
   if (kind == TokenKind::Eog) return finish(StopReason::Eog);
+  if (!parser_) raw_ids_.push_back(token);  // the end token is not part of the answer
   if (kind == TokenKind::Text) {
     feed_text(stop_.push(piece));
     if (stop_.matched()) return finish(StopReason::StopString);
@@ -142,11 +147,20 @@ bool Generation::accept(int32_t token, bool can_continue) {
     feed_text(stop_.flush());
     stop_ = StopMatcher(job_.params.stop);
     push_delta(parser_->feed_token(kind));
-    if (parser_->turn_ended()) return finish(StopReason::Eog);
+    if (parser_->turn_ended() && !job_.params.ignore_eos) return finish(StopReason::Eog);
+  } else if (job_.params.show_special) {
+    feed_text(stop_.push(piece));
+    if (stop_.matched()) return finish(StopReason::StopString);
+  } else {
+    feed_text({});  // a control token renders as nothing; its id still reaches the caller
   }
   if (max_tokens_ > 0 && n_generated_ >= max_tokens_) return finish(StopReason::Length);
-  if (!can_continue) return finish(StopReason::Length);
+  if (!can_continue) return finish(StopReason::Context);
   return false;
+}
+
+void Generation::stop(StopReason why) {
+  if (!done_) finish(why);
 }
 
 bool Generation::finish(StopReason why) {
@@ -154,18 +168,21 @@ bool Generation::finish(StopReason why) {
   feed_text(stop_.flush());
   Event e;
   e.kind = Event::Kind::Done;
+  e.stop = why;
   if (parser_) {
     push_delta(parser_->finish(why));
     e.finish_reason = parser_->result().finish_reason;
   } else {
     std::string tail = utf8_.flush();
-    if (!tail.empty()) {
+    if (!tail.empty() || !raw_ids_.empty()) {
       Event t;
       t.kind = Event::Kind::Delta;
       t.text = std::move(tail);
+      t.tokens = std::move(raw_ids_);
+      raw_ids_.clear();
       job_.channel.push(std::move(t));
     }
-    e.finish_reason = why == StopReason::Length ? "length" : "stop";
+    e.finish_reason = text::is_cut(why) ? "length" : "stop";
   }
   usage_.completion_tokens = n_generated_;
   if (t_first_ != Clock::time_point{})

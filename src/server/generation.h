@@ -6,7 +6,9 @@
 // docs/CHAT-FORMAT.md, "Output parser"), raw completions through UTF-8-safe detokenization (control
 // tokens render as nothing). Stop strings are matched on the generated text before either. accept()
 // returns true once the request is over; it has then pushed exactly one Done. Usage counts every
-// token produced (sampled or injected), the end token included.
+// token produced (sampled or injected), the end token included. With params.ignore_eos an
+// end-of-generation token is generated like any control token (it renders as nothing) unless a
+// grammar chose it. Without a vocabulary (tok null) a raw completion's events carry token ids.
 // With a grammar (Job::grammar) every sampled token is drawn from the grammar's mask, every
 // token (forced ones included) advances it, and once the grammar is complete with nothing
 // more to follow the end token is chosen without sampling. The matcher runs on its own
@@ -27,7 +29,7 @@
 #include "runtime/sampler.h"
 #include "server/job.h"
 #include "server/stop_matcher.h"
-#include "server/vocab_roles.h"
+#include "chat/vocab_roles.h"
 #include "text/output_parser.h"
 #include "text/output_parser_utf8.h"
 #include "text/reasoning_budget.h"
@@ -50,7 +52,8 @@ class Generation {
   // gvocab: the vocabulary as the grammar matcher sees it (needed when job.grammar is set);
   // glim: the matcher's limits; on_mask_ready: called (on another thread) when a mask the
   // request waits for is done.
-  Generation(Job& job, const text::Tokenizer& tok, const VocabRoles& roles, int64_t max_tokens,
+  // tok: null for a model without a vocabulary (raw completions of token ids only).
+  Generation(Job& job, const text::Tokenizer* tok, const chat::VocabRoles& roles, int64_t max_tokens,
              std::shared_ptr<const grammar::TokenVocab> gvocab = nullptr,
              const grammar::MatcherLimits* glim = nullptr, std::function<void()> on_mask_ready = {});
   ~Generation();
@@ -63,6 +66,8 @@ class Generation {
   int32_t resume();
   // can_continue: the sequence has room to decode this token (else the context is full).
   bool accept(int32_t token, bool can_continue);
+  // Ends the request now (pushes its Done), as if `why` had happened; no-op once it is over.
+  void stop(text::StopReason why);
   // Called once when the prompt has been decoded (pushes Started).
   void prompt_done(double prompt_ms);
   int64_t n_generated() const { return n_generated_; }
@@ -74,14 +79,15 @@ class Generation {
   void push_delta(text::ParseDelta&& d);
 
   Job& job_;
-  const text::Tokenizer& tok_;
-  const VocabRoles& roles_;
+  const text::Tokenizer* tok_;
+  const chat::VocabRoles& roles_;
   int64_t max_tokens_;
   runtime::Sampler sampler_;
   StopMatcher stop_;
   std::optional<text::OutputParser> parser_;     // chat
   std::optional<text::ReasoningBudget> budget_;  // chat with a budget
   text::Utf8Stream utf8_;                        // raw completions
+  std::vector<int32_t> raw_ids_;                 // raw completions: ids not yet in an event
   std::unique_ptr<MaskWorker> matcher_;
   std::vector<float> held_logits_;  // the logits of a choose() that answered kWaiting
   std::deque<int32_t> forced_;

@@ -36,6 +36,8 @@ struct GenParams {
   std::vector<std::string> stop;  // stop strings (matched on generated text)
   int64_t reasoning_budget = -1;  // think tokens; < 0 unlimited
   std::string reasoning_budget_message;
+  bool ignore_eos = false;    // end-of-generation tokens do not end it (the CLI's --ignore-eos)
+  bool show_special = false;  // raw completions: control tokens appear as their text
 };
 
 struct Usage {
@@ -49,11 +51,13 @@ struct Usage {
 struct Event {
   enum class Kind { Started, Delta, Done, Error };
   Kind kind = Kind::Delta;
-  text::ParseDelta delta;     // chat: reasoning/content/tool-call deltas
-  std::string text;           // raw completion: new text
-  std::string finish_reason;  // Done
-  Usage usage;                // Done
-  int status = 0;             // Error: HTTP status, OpenAI type, message
+  text::ParseDelta delta;                         // chat: reasoning/content/tool-call deltas
+  std::string text;                               // raw completion: new text
+  std::vector<int32_t> tokens;                    // raw completion: the ids accepted since the last Delta
+  std::string finish_reason;                      // Done: as the API reports it
+  text::StopReason stop = text::StopReason::Eog;  // Done: why, in full
+  Usage usage;                                    // Done
+  int status = 0;                                 // Error: HTTP status, OpenAI type, message
   std::string error_type;
   std::string message;
 };
@@ -106,6 +110,9 @@ struct Job {
   std::optional<std::vector<int32_t>> script;
   Clock::time_point deadline = Clock::time_point::max();
   std::atomic<bool> cancelled{false};
+  // Set by a caller that wants the answer so far (Ctrl-C in the CLI): the job ends at the
+  // next step with a Done whose stop is Interrupted, and its slot keeps the state.
+  std::atomic<bool> stop_requested{false};
   Channel channel;
 };
 

@@ -12,8 +12,9 @@
 #include "core/error.h"
 #include "grammar/work_budget.h"
 #include "server/api_error.h"
-#include "server/request_constraint.h"
-#include "server/vocab_roles.h"
+#include "chat/constraint.h"
+#include "chat/prompt.h"
+#include "chat/vocab_roles.h"
 #include "text/chat_template.h"
 
 namespace k3::server {
@@ -26,7 +27,7 @@ namespace {
 template <typename Compile>
 std::shared_ptr<const grammar::Grammar> constrain(const RequestLimits& lim, Compile compile) {
   grammar::WorkBudget budget("compiling the request's grammar", lim.grammar_compile_limit, lim.cancelled);
-  ConstraintOptions o;
+  chat::ConstraintOptions o;
   o.budget = &budget;
   o.ledger = lim.grammar_ledger;
   o.matcher_bytes = lim.grammar_matcher_bytes;
@@ -260,15 +261,12 @@ std::vector<text::ChatSegment> render(const Json& req, const RequestLimits& lim)
   }
 }
 
-// How many leading segments of `segs` are the conversation without the generation prompt
-// (0 when that rendering is not a prefix): the point a follow-up turn shares.
-size_t history_segments(const Json& req, const std::vector<text::ChatSegment>& segs) {
-  std::vector<text::ChatSegment> hist;
+// The conversation rendered without the generation prompt (empty when it does not render):
+// where a follow-up turn, which repeats it, can resume (chat/prompt.h).
+std::vector<text::ChatSegment> render_history(const Json& req) {
   try {
-    hist = text::render_chat_segments(text::chat_input_from_request(req, false));
-  } catch (const std::exception&) { return 0; }
-  if (hist.size() >= segs.size() || !std::equal(hist.begin(), hist.end(), segs.begin())) return 0;
-  return hist.size();
+    return text::render_chat_segments(text::chat_input_from_request(req, false));
+  } catch (const std::exception&) { return {}; }
 }
 
 void check_prompt_fits(size_t n_prompt, const RequestLimits& lim) {
@@ -299,27 +297,18 @@ BuiltRequest build_chat_request(const Json& req, const text::Tokenizer& tok, con
   job->kind = JobKind::Chat;
   read_common(req, lim, job->params, out);
   job->cache_owner = cache_owner_of(req, out.issued_cache_key);
-  std::vector<text::ChatSegment> segs = render(req, lim);
-  // Segments tokenize independently, so the history's tokens are the prompt's first ones.
-  const auto split = segs.begin() + static_cast<std::ptrdiff_t>(history_segments(req, segs));
-  job->prompt = tokenize_segments(tok, {segs.begin(), split});
-  job->snapshot_at = job->prompt.size();
-  std::vector<int32_t> rest = tokenize_segments(tok, {split, segs.end()});
-  job->prompt.insert(job->prompt.end(), rest.begin(), rest.end());
-  if (job->snapshot_at >= job->prompt.size()) job->snapshot_at = 0;
+  chat::ChatPrompt prompt = chat::tokenize_chat(tok, render(req, lim), render_history(req));
+  job->prompt = std::move(prompt.tokens);
+  job->snapshot_at = prompt.history_end;
   check_prompt_fits(job->prompt.size(), lim);
-
-  // The parser starts in the channel the generation prompt opened (docs/CHAT-FORMAT.md, "Prompt
-  // rendering").
-  size_t n = segs.size();
-  job->parser.thinking = n >= 3 && segs[n - 1].special && segs[n - 1].text == "<|sep|>" &&
-                         !segs[n - 2].special && segs[n - 2].text == "think" && segs[n - 3].special &&
-                         segs[n - 3].text == "<|open|>";
+  // The parser starts in the channel the generation prompt opened.
+  job->parser.thinking = prompt.thinking;
   job->parser.tools = field(req, "tools");
   const Json& tc = field(req, "tool_choice");
   job->parser.tool_choice = tc.is_string() ? tc.get<std::string>() : tc.is_object() ? "required" : "auto";
-  job->grammar = constrain(
-      lim, [&](const ConstraintOptions& o) { return chat_constraint(req, job->parser.thinking, tok, o); });
+  job->grammar = constrain(lim, [&](const chat::ConstraintOptions& o) {
+    return chat::chat_constraint(req, job->parser.thinking, tok, o);
+  });
 
   int64_t budget = lim.reasoning_budget;
   for (const char* name : {"reasoning_budget_tokens", "thinking_budget_tokens"})
@@ -378,8 +367,8 @@ BuiltRequest build_completion_request(const Json& req, const text::Tokenizer& to
   }
   if (job->prompt.empty()) bad_request("prompt", "the prompt is empty");
   check_prompt_fits(job->prompt.size(), lim);
-  job->grammar =
-      constrain(lim, [&](const ConstraintOptions& o) { return completion_constraint(req, tok, o); });
+  job->grammar = constrain(
+      lim, [&](const chat::ConstraintOptions& o) { return chat::completion_constraint(req, tok, o); });
   out.job = std::move(job);
   return out;
 }

@@ -19,9 +19,11 @@
 #include "text/json_py.h"
 #include "text/tokenizer.h"
 
-namespace k3::server {
-
+namespace k3::chat {
 class GrammarLedger;
+}  // namespace k3::chat
+
+namespace k3::server {
 
 struct RequestLimits {
   int64_t n_ctx = 4096;  // per slot
@@ -31,12 +33,12 @@ struct RequestLimits {
   size_t max_stop_bytes = 1024;
   int64_t reasoning_budget = -1;  // server default (--reasoning-budget)
   std::string reasoning_budget_message;
-  // Compiling a request's grammar or schema (request_constraint.h): its deadline (a 400 past
+  // Compiling a request's grammar or schema (chat/constraint.h): its deadline (a 400 past
   // it), a probe that answers true once the client is gone or the server drains (the compile
   // stops with grammar::Cancelled), and the server's ledger of held grammars (null: none).
   std::chrono::milliseconds grammar_compile_limit{2000};
   std::function<bool()> cancelled;
-  GrammarLedger* grammar_ledger = nullptr;
+  chat::GrammarLedger* grammar_ledger = nullptr;
   size_t grammar_matcher_bytes = 0;  // a matcher's memory cap (the start check); 0: its default
 };
 

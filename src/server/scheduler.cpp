@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
+#include "gguf/file.h"
 #include "grammar/matcher.h"
 #include "grammar/work_budget.h"
 #include "grammar/token_vocab.h"
@@ -34,6 +35,12 @@ struct Scheduler::Snapshot {
 
 struct Scheduler::Slot {
   int32_t seq = 0;
+  // The tokens whose state `seq` holds. A job that ends normally leaves its state here (its
+  // prompt and the answer's decoded tokens), so the same owner's next request, which repeats
+  // them when the answer re-renders token for token, decodes only what is new.
+  std::vector<int32_t> held;
+  std::string held_owner;
+  bool discard = false;  // the held state is not this job's prefix: clear seq before its decode
   int from = -1;         // the snapshot this job restores and extends; -1: none
   bool restore = false;  // copy snapshot `from` into seq before the next decode
   size_t snap_at = 0;    // this job's snapshot point (0: none)
@@ -49,21 +56,33 @@ struct Scheduler::Slot {
   bool runnable() const { return job && !(waiting && gen && !gen->mask_ready()); }
 };
 
+namespace {
+
+// Without a vocabulary, the end-of-sequence id the file names is the one special token.
+chat::VocabRoles roles_of(const model::Model& m, const text::Tokenizer* tok) {
+  if (tok) return chat::VocabRoles::of(*tok);
+  const gguf::Value* eos = m.gguf().find("tokenizer.ggml.eos_token_id");
+  return chat::VocabRoles::without_vocab(eos ? static_cast<int32_t>(eos->as_int()) : -1);
+}
+
+}  // namespace
+
 runtime::EngineOptions SchedulerOptions::engine_options() const {
   runtime::EngineOptions eo;
+  eo.cache_type = cache_type;
   eo.n_threads = n_threads;
   eo.n_seq_max = n_sequences();
   eo.n_ctx = n_ctx;
   eo.hooks.collective = collective;
   // A step's batch never exceeds n_slots + n_batch tokens, so this splits exactly where the
   // default would; it only keeps the plan's work buffers to the batches that occur.
-  eo.n_ubatch = std::min(eo.n_ubatch, std::max<int64_t>(n_batch, 1) + n_slots);
+  eo.n_ubatch = std::min(n_ubatch > 0 ? n_ubatch : eo.n_ubatch, std::max<int64_t>(n_batch, 1) + n_slots);
   return eo;
 }
 
 Scheduler::Scheduler(std::shared_ptr<const model::Model> model, std::shared_ptr<const text::Tokenizer> tok,
                      const SchedulerOptions& opts)
-    : opts_(opts), tok_(std::move(tok)), roles_(VocabRoles::of(*tok_)) {
+    : opts_(opts), tok_(std::move(tok)), roles_(roles_of(*model, tok_.get())) {
   if (opts_.n_slots < 1) fail("--parallel must be >= 1 (got {})", opts_.n_slots);
   if (opts_.n_batch < 1) opts_.n_batch = 1;
   engine_ = std::make_unique<runtime::Engine>(std::move(model), opts_.engine_options());
@@ -111,8 +130,13 @@ void Scheduler::fail_job(Job& job, int status, const char* type, const std::stri
   job.channel.push(std::move(e));
 }
 
-void Scheduler::release(Slot& s) {
-  engine_->seq_clear(s.seq);  // snapshots stay for the next job
+void Scheduler::release(Slot& s, bool keep_state) {
+  if (keep_state) {                     // costs nothing: the slot's sequence exists anyway
+    s.held_owner = s.job->cache_owner;  // snapshots and this state stay for the next job
+  } else {
+    engine_->seq_clear(s.seq);
+    s.held.clear();
+  }
   s.job.reset();
   s.gen.reset();
   s.n_fed = 0;
@@ -121,6 +145,7 @@ void Scheduler::release(Slot& s) {
   s.waiting = false;
   s.from = -1;
   s.restore = false;
+  s.discard = false;
   s.snap_at = 0;
 }
 
@@ -153,6 +178,20 @@ size_t reusable(const std::vector<int32_t>& cached, const std::vector<int32_t>& 
 }
 
 }  // namespace
+
+// The free slot a job takes: the one whose kept state is the longest reusable prefix of its
+// prompt (of its own owner only: cached_tokens must not tell one client about another's
+// prompts), else the free slot that holds the least. `live`: the tokens it can skip there.
+Scheduler::Slot* Scheduler::choose_slot(std::vector<Slot>& slots, const Job& job, size_t& live) {
+  Slot* best = nullptr;
+  live = 0;
+  for (Slot& s : slots) {
+    if (s.job) continue;
+    const size_t r = s.held_owner == job.cache_owner ? reusable(s.held, job.prompt) : 0;
+    if (!best || r > live || (r == live && s.held.size() < best->held.size())) best = &s, live = r;
+  }
+  return best;
+}
 
 void Scheduler::loop() {
   std::vector<Slot> slots(static_cast<size_t>(opts_.n_slots));
@@ -197,13 +236,14 @@ void Scheduler::loop() {
       // it the most, of its own owner's only: cached_tokens must not tell one client about
       // another's prompts.
       while (!queue_.empty()) {
-        auto free = std::find_if(slots.begin(), slots.end(), [](const Slot& s) { return !s.job; });
-        if (free == slots.end()) break;
+        size_t live = 0;
+        Slot* free = choose_slot(slots, *queue_.front(), live);
+        if (!free) break;
         Slot& s = *free;
         s.job = std::move(queue_.front());
         queue_.pop_front();
         const uint64_t admitted = ++n_admitted_;
-        size_t best_reuse = 0;
+        size_t best_reuse = live;
         s.from = -1;
         for (size_t k = 0; k < snaps.size(); ++k) {
           const size_t r =
@@ -214,9 +254,16 @@ void Scheduler::loop() {
           snaps[static_cast<size_t>(s.from)].last_used = admitted;
           snaps[static_cast<size_t>(s.from)].proven = true;
         }
+        if (best_reuse == live && live > 0) {
+          s.held.resize(live);  // continues from its own state
+        } else {
+          s.discard = !s.held.empty();
+          s.held.clear();
+          if (s.from >= 0) s.held = snaps[static_cast<size_t>(s.from)].tokens;
+        }
         s.t_start = now;
         s.n_fed = best_reuse;
-        s.restore = best_reuse > 0;
+        s.restore = s.from >= 0;
         s.job->n_cached = static_cast<int64_t>(best_reuse);
         stats_.prompt_tokens_cached_total += best_reuse;
         s.next = -1;
@@ -280,6 +327,11 @@ void Scheduler::drop_finished_jobs(std::vector<Slot>& slots, StepCounts& c) {
     if (s.job->cancelled.load()) {
       ++c.cancelled;
       release(s);
+    } else if (s.job->stop_requested.load() && s.gen) {
+      // The answer so far is the answer; the slot holds exactly the tokens it decoded.
+      s.gen->stop(text::StopReason::Interrupted);
+      ++c.done;
+      release(s, /*keep_state=*/true);
     } else if (now > s.job->deadline) {
       fail_job(*s.job, 408, "timeout_error", "the request exceeded the server's time limit (--timeout)");
       ++c.failed;
@@ -291,7 +343,11 @@ void Scheduler::drop_finished_jobs(std::vector<Slot>& slots, StepCounts& c) {
 // A failure here is the request's own (its restore), never the scheduler thread's: an
 // exception escaping loop() would end the process.
 void Scheduler::restore_snapshots(std::vector<Slot>& slots, std::vector<Snapshot>& snaps, StepCounts& c) {
-  for (Slot& s : slots)
+  for (Slot& s : slots) {
+    if (s.job && s.discard) {
+      engine_->seq_clear(s.seq);
+      s.discard = false;
+    }
     if (s.job && s.restore) {
       try {
         engine_->seq_copy(snaps[static_cast<size_t>(s.from)].seq, s.seq);
@@ -304,6 +360,7 @@ void Scheduler::restore_snapshots(std::vector<Slot>& slots, std::vector<Snapshot
         release(s);
       }
     }
+  }
 }
 
 // A failure of one request's generation ends that request, never the scheduler thread.
@@ -337,8 +394,8 @@ void Scheduler::start_generations(std::vector<Slot>& slots, StepCounts& c) {
         grammar::MatcherLimits glim;
         glim.max_bytes = opts_.grammar_bytes;
         glim.max_cpu_per_token = std::chrono::milliseconds(opts_.grammar_cpu_ms);
-        s.gen = std::make_unique<Generation>(*s.job, *tok_, roles_, s.job->params.max_tokens, gvocab_, &glim,
-                                             [this] { wake(); });
+        s.gen = std::make_unique<Generation>(*s.job, tok_.get(), roles_, s.job->params.max_tokens, gvocab_,
+                                             &glim, [this] { wake(); });
       });
 }
 
@@ -358,6 +415,7 @@ Scheduler::Batch Scheduler::build_batch(std::vector<Slot>& slots, StepCounts& c)
   for (Slot& s : slots) {
     if (!s.generating()) continue;
     b.tokens.push_back({s.next, s.seq, -1, true});
+    s.held.push_back(s.next);
     b.with_logits.push_back(&s);
     ++c.gen_tokens;
   }
@@ -371,6 +429,7 @@ Scheduler::Batch Scheduler::build_batch(std::vector<Slot>& slots, StepCounts& c)
     for (size_t i = 0; i < take; ++i) {
       bool last = s.n_fed + i + 1 == p.size();
       b.tokens.push_back({p[s.n_fed + i], s.seq, -1, last});
+      s.held.push_back(p[s.n_fed + i]);
     }
     s.n_fed += take;
     prompt_budget -= static_cast<int64_t>(take);
@@ -473,7 +532,7 @@ bool Scheduler::take(Slot& s, int32_t t, uint64_t& n_done) {
   const bool room = engine_->seq_pos(s.seq) < n_ctx_;
   if (s.gen->accept(t, room)) {
     ++n_done;
-    release(s);
+    release(s, /*keep_state=*/true);
     return true;
   }
   s.next = t;

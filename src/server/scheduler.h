@@ -12,6 +12,9 @@
 // prefix of an earlier prompt (job->snapshot_at). A new job takes any free slot; when its
 // prompt starts with a snapshot's whole token list (same owner only) the slot is restored
 // from it and decodes only the rest. Which entry a new snapshot replaces: pick_snapshot().
+// Independently of the snapshots, a slot keeps the state its last job ended with (prompt and
+// decoded answer; a job that failed or was cancelled leaves nothing): a job of the same owner
+// whose prompt extends it takes that slot and decodes only what is new (choose_slot()).
 // Grammar masks are computed off this thread (server/generation.h): a slot whose mask is not
 // ready sits out of the batch until its worker wakes the scheduler, so it delays only itself.
 #pragma once
@@ -25,7 +28,8 @@
 #include <vector>
 
 #include "server/job.h"
-#include "server/vocab_roles.h"
+#include "chat/vocab_roles.h"
+#include "model/sequence_state.h"
 
 namespace k3::grammar {
 class TokenVocab;
@@ -47,11 +51,13 @@ namespace k3::server {
 
 struct SchedulerOptions {
   int n_slots = 1;
-  int n_threads = 0;                        // engine threads; 0: the machine's default
-  int64_t n_ctx = 4096;                     // per slot; 0: the model's
-  int64_t n_batch = 512;                    // prompt tokens per step, all slots together
-  size_t queue_max = 64;                    // waiting jobs beyond the slots
-  bool prompt_cache = true;                 // keep n_slots prompt snapshots for reuse
+  int n_threads = 0;         // engine threads; 0: the machine's default
+  int64_t n_ctx = 4096;      // per slot; 0: the model's
+  int64_t n_batch = 512;     // prompt tokens per step, all slots together
+  size_t queue_max = 64;     // waiting jobs beyond the slots
+  bool prompt_cache = true;  // keep n_slots prompt snapshots for reuse
+  int64_t n_ubatch = 0;      // forward micro-batch; 0: the engine's default
+  model::CacheType cache_type = model::CacheType::F32;
   model::Collective* collective = nullptr;  // a distributed run (model/collective.h); null: one process
   // A constrained request's grammar matcher, per slot (server/mask_worker.h): what it may
   // hold, and the CPU time one token's mask may take on its worker thread.
@@ -116,7 +122,8 @@ class Scheduler {
   void guarded(Slot& s, StepCounts& c, F&& f);
   static constexpr size_t kNoSnapshot = static_cast<size_t>(-1);
   static size_t pick_snapshot(const Slot& s, const std::vector<Snapshot>& snaps, uint64_t n_admitted);
-  void release(Slot& s);
+  void release(Slot& s, bool keep_state = false);
+  static Slot* choose_slot(std::vector<Slot>& slots, const Job& job, size_t& live);
   // Samples `t` into slot `s` (or finishes its request); true when the slot was released.
   bool take(Slot& s, int32_t t, uint64_t& n_done);
   void wake();
@@ -124,7 +131,7 @@ class Scheduler {
 
   SchedulerOptions opts_;
   std::shared_ptr<const text::Tokenizer> tok_;
-  VocabRoles roles_;
+  chat::VocabRoles roles_;
   std::shared_ptr<const grammar::TokenVocab> gvocab_;  // built at the first constrained request
   std::unique_ptr<runtime::Engine> engine_;
   int64_t n_ctx_ = 0;

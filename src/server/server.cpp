@@ -22,8 +22,9 @@
 #include "core/version.h"
 #include "grammar/work_budget.h"
 #include "model/model.h"
+#include "chat/vocab_roles.h"
 #include "server/api_error.h"
-#include "server/grammar_ledger.h"
+#include "chat/grammar_ledger.h"
 #include "server/http_connection.h"
 #include "server/origin_policy.h"
 #include "server/responses.h"
@@ -253,7 +254,7 @@ struct Server::Impl {
   std::string failed_why;  // set once, before `failed`
   std::once_flag http_stopped;
   OriginPolicy origins;
-  std::unique_ptr<GrammarLedger> grammars;
+  std::unique_ptr<chat::GrammarLedger> grammars;
   int64_t started = 0;
   std::mutex count_mu;
   std::map<std::pair<std::string, int>, uint64_t> counts;  // (path, status) -> requests
@@ -295,11 +296,12 @@ Server::Server(std::shared_ptr<const model::Model> model, std::shared_ptr<const 
   s.model = std::move(model);
   s.tok = std::move(tok);
   if (!s.tok) fail("the model has no vocabulary: k3 serve needs one to render chats");
+  chat::VocabRoles::of(*s.tok).require_chat();
   s.sched = std::make_unique<Scheduler>(s.model, s.tok, s.opts.sched);
   s.opts.limits.n_ctx = s.sched->n_ctx();
   s.started = static_cast<int64_t>(std::time(nullptr));
   s.origins = OriginPolicy::make(s.opts.host, s.opts.allowed_hosts, s.opts.cors_origins);
-  s.grammars = std::make_unique<GrammarLedger>(s.opts.max_grammar_bytes);
+  s.grammars = std::make_unique<chat::GrammarLedger>(s.opts.max_grammar_bytes);
   s.routes();
 }
 

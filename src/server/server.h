@@ -66,7 +66,7 @@ struct ServerOptions {
   std::vector<std::string> cors_origins;   // --cors
   SchedulerOptions sched;
   RequestLimits limits;  // n_ctx is taken from the engine
-  // Compiled grammars held by queued and running requests, all together (server/grammar_ledger.h);
+  // Compiled grammars held by queued and running requests, all together (chat/grammar_ledger.h);
   // past it a constrained request is a 503. Each grammar alone is at most GbnfLimits::max_bytes.
   size_t max_grammar_bytes = 128u << 20;
   // null: the model samples every answer. Tests (and `k3 serve --scripted-output`) install a

@@ -460,6 +460,17 @@ void OutputParser::on_end(StopReason stop) {
 
 // ---------------------------------------------------------------- public API
 
+const char* stop_name(StopReason r) {
+  switch (r) {
+    case StopReason::Eog: return "eog";
+    case StopReason::Length: return "length";
+    case StopReason::StopString: return "stop";
+    case StopReason::Context: return "context";
+    case StopReason::Interrupted: return "interrupted";
+  }
+  return "?";
+}
+
 ParseDelta OutputParser::feed(std::string_view text) {
   ParseDelta d;
   if (finished_) return d;
@@ -506,7 +517,7 @@ ParseDelta OutputParser::finish(StopReason stop) {
   d.content += c;
   result_.content += c;
   // R17
-  if (!eog_seen_ && stop == StopReason::Length) result_.finish_reason = "length";
+  if (!eog_seen_ && is_cut(stop)) result_.finish_reason = "length";
   else result_.finish_reason = result_.tool_calls.empty() ? "stop" : "tool_calls";
   finished_ = true;
   delta_ = nullptr;

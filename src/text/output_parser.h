@@ -35,13 +35,24 @@ namespace k3::text {
 // any other control token (renders as nothing), or ordinary text.
 enum class TokenKind { Text, Open, Close, Sep, Eog, OtherControl };
 
+// Why a generation ended: the one list every generating command and the server use.
 enum class StopReason {
-  Eog,        // an end-of-generation token (also <|end_of_msg|> in feed()); ends an open
-              // header as an elided <|sep|> (R2)
-  Length,     // max_tokens / context limit: an open header is discarded (R3)
-  StopString  // a user stop string matched: like Length for an open header and an unfinished
-              // call, but finish "stop"/"tool_calls"
+  Eog,         // an end-of-generation token (also <|end_of_msg|> in feed()); ends an open
+               // header as an elided <|sep|> (R2)
+  Length,      // max_tokens: an open header is discarded (R3)
+  StopString,  // a user stop string matched: like Length for an open header and an unfinished
+               // call, but finish "stop"/"tool_calls"
+  Context,     // the sequence is full: like Length
+  Interrupted  // the caller stopped it (Ctrl-C): like Length
 };
+
+// "eog", "length", "stop", "context" or "interrupted", as the CLI reports it.
+const char* stop_name(StopReason r);
+// Whether the answer was cut short (Length, Context, Interrupted): an open header is
+// discarded and the finish_reason is "length".
+inline bool is_cut(StopReason r) {
+  return r == StopReason::Length || r == StopReason::Context || r == StopReason::Interrupted;
+}
 
 struct ParserOptions {
   bool thinking = true;  // the prompt ended in <|open|>think<|sep|> (else response)

@@ -5,14 +5,17 @@
 #include "grammar/gbnf.h"
 #include "grammar/work_budget.h"
 #include "server/api_error.h"
-#include "server/grammar_ledger.h"
-#include "server/request_constraint.h"
+#include "chat/grammar_ledger.h"
+#include "chat/constraint.h"
 #include "server/server_test_util.h"
 
 namespace k3::server::test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using chat::completion_constraint;
+using chat::ConstraintOptions;
+using chat::GrammarLedger;
 
 Json completion(const std::string& grammar) {
   return {{"prompt", "hi"}, {"max_tokens", 2}, {"grammar", grammar}};

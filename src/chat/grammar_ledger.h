@@ -1,4 +1,4 @@
-// server/grammar_ledger: the compiled grammars that requests hold, counted server-wide.
+// chat/grammar_ledger: the compiled grammars that requests hold, counted server-wide.
 // Contract: a request's grammar is compiled on its HTTP thread and then held by its Job while
 // it waits in the queue and while it runs. hold() takes a compiled grammar and returns the
 // shared pointer the Job keeps; its bytes (Grammar::bytes) count against the ledger's cap
@@ -16,7 +16,7 @@ namespace k3::grammar {
 struct Grammar;
 }
 
-namespace k3::server {
+namespace k3::chat {
 
 class GrammarLedger {
  public:
@@ -33,4 +33,4 @@ class GrammarLedger {
   std::shared_ptr<Count> count_;
 };
 
-}  // namespace k3::server
+}  // namespace k3::chat

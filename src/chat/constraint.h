@@ -1,4 +1,4 @@
-// server/request_constraint: what a request asks the output to obey, as one grammar.
+// chat/constraint: what a request asks the output to obey, as one grammar.
 // Contract: the content constraint comes from exactly one of `response_format`
 // (json_object: any object, or llama-server's `schema` inside it; json_schema: its schema,
 // honoured strictly when `strict` is true), llama-server's `json_schema` (strict) or
@@ -27,7 +27,7 @@ namespace k3::text {
 class Tokenizer;
 }
 
-namespace k3::server {
+namespace k3::chat {
 
 class GrammarLedger;
 
@@ -44,4 +44,4 @@ std::shared_ptr<const grammar::Grammar> completion_constraint(const text::Json& 
                                                               const text::Tokenizer& tok,
                                                               const ConstraintOptions& opt = {});
 
-}  // namespace k3::server
+}  // namespace k3::chat

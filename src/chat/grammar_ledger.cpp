@@ -1,12 +1,12 @@
-// server/grammar_ledger: see grammar_ledger.h.
-#include "server/grammar_ledger.h"
+// chat/grammar_ledger: see grammar_ledger.h.
+#include "chat/grammar_ledger.h"
 
 #include <atomic>
 
 #include "grammar/gbnf.h"
-#include "server/api_error.h"
+#include "chat/api_error.h"
 
-namespace k3::server {
+namespace k3::chat {
 
 struct GrammarLedger::Count {
   std::atomic<size_t> bytes{0};
@@ -37,4 +37,4 @@ std::shared_ptr<const grammar::Grammar> GrammarLedger::hold(grammar::Grammar&& g
 
 size_t GrammarLedger::held_bytes() const { return count_->bytes.load(); }
 
-}  // namespace k3::server
+}  // namespace k3::chat

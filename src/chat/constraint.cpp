@@ -1,5 +1,5 @@
-// server/request_constraint: see request_constraint.h.
-#include "server/request_constraint.h"
+// chat/constraint: see request_constraint.h.
+#include "chat/constraint.h"
 
 #include <optional>
 #include <string>
@@ -11,11 +11,11 @@
 #include "grammar/json_schema.h"
 #include "grammar/matcher.h"
 #include "grammar/work_budget.h"
-#include "server/api_error.h"
-#include "server/grammar_ledger.h"
+#include "chat/api_error.h"
+#include "chat/grammar_ledger.h"
 #include "text/tokenizer.h"
 
-namespace k3::server {
+namespace k3::chat {
 
 using text::Json;
 
@@ -203,4 +203,4 @@ std::shared_ptr<const grammar::Grammar> chat_constraint(const Json& req, bool th
   return compile(sources, content ? content->param : "tools", tok, opt);
 }
 
-}  // namespace k3::server
+}  // namespace k3::chat
