@@ -103,7 +103,7 @@ void fill_weights(Type t, uint8_t* p, size_t bytes, int64_t cols) {
 }
 
 // Streaming read bandwidth with n threads (kernels/stream_read.h), the best of plain and
-// prefetching passes (as tools/membw: the roofline is the best a reader can get).
+// prefetching passes (as tools/bench/membw: the roofline is the best a reader can get).
 double read_bandwidth(k3::ThreadPool& pool, const uint8_t* buf, size_t bytes, double& best_cpu) {
   double best = 0;
   best_cpu = 0;

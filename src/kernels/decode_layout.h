@@ -3,7 +3,7 @@
 // model/expert_source.h). Why: IQ1_M stores 8 weights as an 11-bit index into a 2048-entry
 // grid, so every 64 weights cost a table gather, and the decode kernel runs at ~4 GB/s per
 // core, a tenth of the memory's speed. Here the grid values are written out, 2 bits each; the
-// kernel then needs only shifts and a byte shuffle (docs/kernels.md has the measurements).
+// kernel then needs only shifts and a byte shuffle (bench/RESULTS.md has the measurements).
 // Per 256 weights, 80 bytes instead of 56:
 //   codes[64]   grid value + 1 (0, 1 or 2) of each weight in 2 bits: weight 64p + 16k + j
 //               (p, k < 4, j < 16) in bits 2k..2k+1 of byte 16p + j, so one 16-byte broadcast

@@ -49,8 +49,8 @@ inline constexpr size_t gemm_sums_ints(int64_t n, int64_t n_tok) {
 
 // How far ahead (bytes) the decode kernels that stream a row once (Q8_0, MXFP4, F32/F16/BF16,
 // the AVX2 k-quants) ask for its lines into L2: 3 KiB on Intel (x86/q8_loops.h has the
-// measurements), 6 KiB on AMD (docs/kernels.md, "prefetch distance"). K3_PREFETCH=3072|6144
-// overrides it (comparisons). tools/membw reads at both distances too (stream_read.h), so
+// measurements), 6 KiB on AMD (docs/kernels.md, "matmul"). K3_PREFETCH=3072|6144
+// overrides it (comparisons). tools/bench/membw reads at both distances too (stream_read.h), so
 // that no kernel out-prefetches the roofline.
 // A plain global read (the kernels take it once per row), chosen at startup.
 inline constexpr int kDecodePrefetchIntel = 3072, kDecodePrefetchAmd = 6144;

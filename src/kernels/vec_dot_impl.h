@@ -60,7 +60,7 @@ bool cpu_has_avx512_iq();
 // How the AVX-512 IQ2_XXS decode kernels fetch grid entries: one zmm gather per 64 weights,
 // eight scalar loads, or none (the grid's 2-bit codes from 512 bytes of vpermt2b tables,
 // iq_unpack_avx512.h). IQ2_XXS decode on one EPYC (Zen 4) core, 256 MiB matrix: gather 4.6
-// GB/s, loads 6.1, codes 8.5 (docs/kernels.md); on Intel the gather beat the loads, and the
+// GB/s, loads 6.1, codes 8.5 (bench/RESULTS.md); on Intel the gather beat the loads, and the
 // codes are unmeasured there, so Intel keeps the gather.
 // Default: codes on AMD, gather elsewhere; K3_IQ_LOOKUP=gather|loads|codes overrides
 // (comparisons, tests). Same results every way, bit for bit.

@@ -67,7 +67,7 @@ void per_head_matmul(const ops::Matmul& mm, const kernels::WeightView& w, int64_
 // the block instead of once per head. Per head, the arithmetic and its order are those of the
 // one-head definition. Scores and weighted row sums run in float lanes (kernels/attn.h); the
 // softmax is in double, and each head's float row sum is folded into a double total every
-// kFoldRows rows, so no value sees more than kFoldRows float additions (docs/kernels.md,
+// kFoldRows rows, so no value sees more than kFoldRows float additions (bench/RESULTS.md,
 // "MLA attention at depth", has the measurements behind this split).
 struct Attention {
   static constexpr int64_t kHeadBlock = 8, kFoldRows = 256, kRowBlock = 64;

@@ -1,4 +1,4 @@
-// tests/e2e/structured_output_random.test.mjs: constrained decoding on RANDOM weights. run.sh
+// tests/e2e/structured_random.test.mjs: constrained decoding on RANDOM weights. run.sh
 // starts `k3 serve` on the golden small model (random weights, byte-level vocabulary); every
 // schema of tests/data/grammar/schemas.json is asked for with response_format json_schema
 // (strict) at temperature 1 under several seeds, and every answer must parse and validate

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent reference for the census numbers hard-coded in test_census.cpp.
+"""Independent reference for the census numbers hard-coded in census_test.cpp.
 
 Plain-Python GGUF reader (struct only, no gguf-py/numpy), written separately from the C++
 reader. Run once: python3 tests/gguf/census_reference.py tests/data/golden/*.gguf

@@ -32,7 +32,7 @@ namespace {
 // chains per row (below) 3 KiB ahead beat 4 KiB: one thread over 1 GiB 13.5 -> 14.5 GB/s, two
 // threads 26-27 -> 29 GB/s, 4.5 MB product chains +4 %, bench-m tg +3 % (2.5 KiB the same,
 // 2 KiB less). On the AMD EPYC (Zen 4) VMs 6 KiB beat 3 KiB: two threads over 4.5 MB
-// matrices +13-22 %, bench-m tg +4-6 % (docs/kernels.md), hence the distance per vendor.
+// matrices +13-22 %, bench-m tg +4-6 % (bench/RESULTS.md), hence the distance per vendor.
 
 // Independent FMA chains per token: two where several tokens share the loop, four for decode.
 // One token streams its row from memory; with two chains the loop-carried FMA latency held

@@ -20,7 +20,7 @@ using simd::dot_us;
 inline const __m256i* v256(const void* p) { return reinterpret_cast<const __m256i*>(p); }
 
 // Decode (one token) streams each row once: ask for the super-block decode_prefetch_bytes() ahead
-// into L2, as the Q8_0 kernel does (vec_dot_q8_body.h); every line it touches, however it is
+// into L2, as the Q8_0 kernel does (x86/q8_loops.h); every line it touches, however it is
 // aligned.
 template <int NT, class Block>
 inline void prefetch_ahead(const Block* b) {

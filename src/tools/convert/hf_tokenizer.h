@@ -8,7 +8,7 @@
 // bos/pad/unk come from tokenizer_config (falling back to [BOS]/[PAD]/[UNK] by name); eot is
 // the token named [EOT]. The chat template is, in order of preference: the override file,
 // tokenizer_config.json's chat_template, chat_template.jinja; with none, K3's own Kimi-K3.jinja
-// (tools/convert/hf_k3_template.h).
+// (src/tools/convert/hf_k3_template.h).
 #pragma once
 
 #include <cstdint>
