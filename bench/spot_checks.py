@@ -4,10 +4,10 @@ one JSON line.
 
 usage: spot_checks.py URL [--n N] [--seed S]
 
-- Arithmetic: N problems drawn by the training data's own generator (tools/train/data_arith,
+- Arithmetic: N problems drawn by the training data's own generator (train/data_arith,
   a seed the training never used), greedy. Correct when the answer's last integer is the
   result; a natural stop is finish_reason "stop" (not the token limit).
-- Tool calls: N requests drawn by the training's tool scenarios (tools/train/data_tools:
+- Tool calls: N requests drawn by the training's tool scenarios (train/data_tools:
   weather, calculator, time, email, currency, dictionary), all seven tools declared. Valid
   when the reply has tool_calls, the first names the scenario's tool, and every call's
   arguments pass the training's own schema check (data_tools.validate_args). Measured twice:
@@ -28,7 +28,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools" / "train"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "train"))
 import data_arith as da  # noqa: E402
 import data_tools as dt  # noqa: E402
 

@@ -20,7 +20,7 @@ SKIP_DIRS = {".git", "node_modules", "third_party", "build", ".cache"}
 # Reader-facing pages, where "issue 19" means nothing to the reader.
 NO_TRACKER = ("README.md", "ARCHITECTURE.md", "docs/")
 # Backticked text that starts like one of these is a repository path.
-PATH_ROOTS = ("src/", "docs/", "tests/", "scripts/", "bench/", "tools/", "fuzz/", "models/", ".ci/")
+PATH_ROOTS = ("src/", "docs/", "tests/", "scripts/", "bench/", "train/", "fuzz/", "models/", ".ci/")
 
 LINK = re.compile(r"(?<!!)\[[^\]\n]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 CODE_SPAN = re.compile(r"`([^`\n]+)`")

@@ -2,7 +2,7 @@
 # Installs the Debian packages k3cpp builds and tests with. Idempotent: prints nothing and
 # touches nothing when everything is already installed.
 #   scripts/setup.sh           build and test dependencies
-#   scripts/setup.sh --train   also what training k3-tiny needs (tools/train/, docs/training.md):
+#   scripts/setup.sh --train   also what training k3-tiny needs (train/, docs/training.md):
 #                              Debian's PyTorch with OpenBLAS and the offline text corpora
 set -euo pipefail
 TRAIN=0

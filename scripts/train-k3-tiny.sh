@@ -29,7 +29,7 @@ PY=/usr/bin/python3          # Debian's torch imports from the system interprete
 # activations in again every step (~8 % of a step here)
 export MALLOC_MMAP_THRESHOLD_=1099511627776 MALLOC_TRIM_THRESHOLD_=1099511627776 MALLOC_TOP_PAD_=536870912
 W=${K3_TRAIN_DIR:-build/k3-tiny}
-T=tools/train
+T=train
 OUT=models/k3-tiny
 TEMPLATE=tests/data/text/Kimi-K3.jinja
 mkdir -p "$W" "$OUT"

@@ -42,7 +42,7 @@ test('a streamed answer: the think channel arrives as reasoning_content deltas',
   assert.doesNotMatch(content + reasoning, markers);
 });
 
-// The tool as k3-tiny saw it in training (tools/train/data_tools.py). get_time is the tool the
+// The tool as k3-tiny saw it in training (train/data_tools.py). get_time is the tool the
 // shipped model calls most reliably (bench/spot_checks.sh has the rates over all seven tools);
 // the check is the path from the model's own frames to tool_calls, not the argument's truth.
 const clock = [{

@@ -1,5 +1,5 @@
 // tests/model/k3_tiny_test: the shipped trained model (models/k3-tiny) against the float64
-// logits of the PyTorch twin (tools/train/ref_logits.py) on a fixed chat + prose sequence, in
+// logits of the PyTorch twin (train/ref_logits.py) on a fixed chat + prose sequence, in
 // batch, step and chunk:7 modes. The F16 master must match to 1e-9 (k3 runs F16 weights in
 // exact F32 arithmetic); a quantized file must stay within the bound of
 // tests/data/k3-tiny/manifest.json, which is 2x llama.cpp's own distance from the same float64

@@ -1,5 +1,5 @@
 // Python's str.lower() and Jinja2's dictsort order (KeyOrder::CaseInsensitive), against
-// tests/data/text/lower_sort_cases.json (made by tools/gen/gen_lower_fixture.py with
+// tests/data/text/lower_sort_cases.json (made by scripts/gen_lower_fixture.py with
 // /usr/bin/python3; see tests/data/README.md): lowercase of every code point, Final_Sigma
 // contexts, sorted(keys, key=str.lower) for key sets in many scripts, and full --jinja renders
 // of Kimi-K3.jinja by Jinja2 for tool and response schemas with such keys.

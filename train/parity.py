@@ -7,7 +7,7 @@ float64 evaluation of docs/MODEL.md). NMSE = sum((a-b)^2) / sum(b^2) over all lo
 <= 1e-9 for both. Exit 0 on success, 1 on a miss, 77 when PyTorch is not installed (CTest
 treats 77 as "skipped"; `scripts/setup.sh --train` installs it).
 
-Usage: /usr/bin/python3 tools/train/parity.py [GOLDEN_DIR]
+Usage: /usr/bin/python3 train/parity.py [GOLDEN_DIR]
 """
 import os
 import sys
@@ -32,7 +32,7 @@ def nmse(a, b):
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
-    gdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "..", "tests", "data", "golden")
+    gdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "tests", "data", "golden")
     torch.set_num_threads(min(2, os.cpu_count() or 1))
     ok = True
     for name in F32_MODELS:

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Seeded, offline training-data generator for k3-tiny.
 
-    python3 tools/train/make_data.py --out DIR --seed 1234 [--k3 build/bin/k3] [--scale 1.0]
-    python3 tools/train/make_data.py --check [--k3 ...]      # print samples, run every check
-    python3 tools/train/make_data.py --out DIR --retrieval N  # the retrieval stage's episodes
+    python3 train/make_data.py --out DIR --seed 1234 [--k3 build/bin/k3] [--scale 1.0]
+    python3 train/make_data.py --check [--k3 ...]      # print samples, run every check
+    python3 train/make_data.py --out DIR --retrieval N  # the retrieval stage's episodes
 
 Output (documents each followed by the literal control text ``[EOS]``, nothing between):
   DIR/train.txt          ~30 MB at --scale 1.0, all kinds, shuffled
@@ -61,7 +61,7 @@ KINDS = ["prose", "chat", "tool", "arith", "passkey"]
 HELDOUT_FRAC = 0.03
 BATCH = 256   # episodes rendered per round; the byte target is checked between rounds
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def log(msg):

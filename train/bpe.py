@@ -2,7 +2,7 @@
 """Deterministic byte-level BPE vocabulary trainer for tiny K3 models (stdlib only).
 
 Usage:
-  python3 tools/train/bpe.py --k3 build/bin/k3 --pre-vocab tests/data/text/k3-synth-vocab.gguf \
+  python3 train/bpe.py --k3 build/bin/k3 --pre-vocab tests/data/text/k3-synth-vocab.gguf \
       --input TRAIN.txt --vocab-size 4096 --n-control 256 --out vocab.json [--check]
 
 Design

@@ -1,6 +1,6 @@
 """GGUF v3 reading and writing for the k3-tiny tools (PyTorch side of k3cpp).
 
-Only what the training tools need: every metadata value type, and tensors stored as F32 or F16
+Only what the training scripts need: every metadata value type, and tensors stored as F32 or F16
 (the reader also hands back the raw bytes of any other type, undecoded). The container layout
 (header, key/value section, tensor infos, 32-byte aligned data) is described in
 docs/quant-formats.md and docs/gguf-info-json.md; k3's own reader (src/gguf/parser.cpp) is the

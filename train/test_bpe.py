@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tests for tools/train/bpe.py. Run: python3 tools/train/test_bpe.py  (about 10 s).
+"""Tests for train/bpe.py. Run: python3 train/test_bpe.py  (about 10 s).
 
 The core tests use --pre-split-python and need no engine. The k3 tests (unescape round trip
 of the engine's --split output, chunked split == whole split) run only when build/bin/k3
@@ -14,7 +14,7 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import bpe  # noqa: E402
 
