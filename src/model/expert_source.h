@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <string>
 
 #include "kernels/matmul.h"
 
@@ -40,25 +39,10 @@ class ExpertSource {
   virtual void router_input_hint(uint32_t layer, const float* xn, int64_t n_tok) {
     (void)layer, (void)xn, (void)n_tok;
   }
-  // A copy of the routed matrices in their types' decode layout (kernels/decode_layout.h), for
-  // the one-token products: made by the mapped store, where every expert is in place anyway;
-  // a streaming store says why not (its cache slots would hold fewer experts). Made only where
-  // it fits in max_bytes and this CPU has the kernel; `skipped` says why otherwise.
-  struct DecodeCopy {
-    uint64_t bytes = 0;       // memory of the copy
-    uint64_t file_bytes = 0;  // the file's bytes it rewrites
-    double seconds = 0;
-    std::string skipped;        // empty when made
-    bool inapplicable = false;  // no matrix has a decode layout and kernel here: nothing to say
-  };
-  virtual DecodeCopy make_decode_copy(uint64_t max_bytes, int n_threads, bool progress) {
-    (void)max_bytes, (void)n_threads, (void)progress;
-    return {.skipped = "the streaming store keeps the file layout (its slots would hold fewer experts)"};
-  }
 };
 
-// The in-place store: views straight into the mapped GGUF (no copy; make_decode_copy adds the
-// decode layout of the types that have one beside the file's rows). Binds and
+// The in-place store: views straight into the mapped GGUF, no copy (store/decode_copy.h wraps it
+// to add the decode layout of the types that have one beside the file's rows). Binds and
 // shape-checks ffn_{gate,up,down}_exps of every MoE layer; throws k3::Error naming a tensor
 // that is missing or mis-shaped.
 std::unique_ptr<ExpertSource> make_mapped_expert_source(const gguf::GgufFile& file, const HParams& hp);

@@ -14,6 +14,7 @@
 #include "model/hparams.h"
 #include "model/expert_source.h"
 #include "model/model.h"
+#include "store/decode_copy.h"
 #include "store/memory_limit.h"
 #include "store/resident_trunk.h"
 
@@ -68,14 +69,17 @@ void prepare_trunk(model::Model& m, const MemoryOptions& opt, bool quiet) {
   std::fflush(stderr);
 }
 
-void prepare_decode_copy(model::ExpertSource& src, const MemoryOptions& opt, bool quiet) {
-  if (!opt.decode_copy || opt.streaming) return;
+std::unique_ptr<model::ExpertSource> prepare_decode_copy(const model::Model& m,
+                                                         std::unique_ptr<model::ExpertSource> mapped,
+                                                         const MemoryOptions& opt, bool quiet) {
+  if (!opt.decode_copy || opt.streaming) return mapped;
   const uint64_t avail = memory_available();
   const unsigned cores = std::thread::hardware_concurrency();
-  const model::ExpertSource::DecodeCopy r =
-      src.make_decode_copy(avail / 2, static_cast<int>(std::clamp(cores, 1u, 16u)), !quiet);
+  DecodeCopy r =
+      make_decode_copy(m, std::move(mapped), avail / 2, static_cast<int>(std::clamp(cores, 1u, 16u)), !quiet);
   // Small copies, like small trunks, go unmentioned: a few MiB cost nothing worth a line.
-  if (quiet || r.inapplicable || (r.skipped.empty() && r.bytes < opt.trunk_hugepages_min)) return;
+  if (quiet || r.inapplicable || (r.skipped.empty() && r.bytes < opt.trunk_hugepages_min))
+    return std::move(r.source);
   if (r.skipped.empty())
     fmt::print(stderr,
                "experts: {} of IQ1_M rewritten into the decode layout in {:.2f} s ({} in memory; --no-repack "
@@ -83,6 +87,7 @@ void prepare_decode_copy(model::ExpertSource& src, const MemoryOptions& opt, boo
                format_size(r.file_bytes), r.seconds, format_size(r.bytes));
   else fmt::print(stderr, "experts: decode in the file's layout: {}\n", r.skipped);
   std::fflush(stderr);
+  return std::move(r.source);
 }
 
 ExpertStore* install_store(model::Model& m, const MemoryOptions& opt, const EngineShape& shape, bool quiet) {
@@ -90,7 +95,9 @@ ExpertStore* install_store(model::Model& m, const MemoryOptions& opt, const Engi
   std::unique_ptr<ExpertStore> s = build_store(m, opt, shape, quiet);
   ExpertStore* raw = s.get();
   if (s) m.set_expert_source(std::move(s));
-  else if (m.hparams().has_moe()) prepare_decode_copy(m.experts(), opt, quiet);
+  else if (m.hparams().has_moe() && opt.decode_copy)
+    m.set_expert_source(
+        prepare_decode_copy(m, model::make_mapped_expert_source(m.gguf(), m.hparams()), opt, quiet));
   return raw;
 }
 

@@ -33,10 +33,13 @@ ExpertStore* find_store(const model::Model& m);
 // with --ram-budget the plan's trunk share holds the copy), printing one line about it unless
 // `quiet`. Call before build_store: the store then leaves the moved ranges of the mapping alone.
 void prepare_trunk(model::Model& m, const MemoryOptions& opt, bool quiet = false);
-// In mmap mode (no --ram-budget) and unless opt.decode_copy is off, has the mapped expert
-// store `src` make its decode copy (model/expert_source.h) within half the memory available
-// after the trunk, printing one line about it unless `quiet`. install_store calls it.
-void prepare_decode_copy(model::ExpertSource& src, const MemoryOptions& opt, bool quiet = false);
+// In mmap mode (no --ram-budget) and unless opt.decode_copy is off, wraps the mapped expert
+// store `mapped` in the decode copy (store/decode_copy.h) made within half the memory available
+// after the trunk, printing one line about it unless `quiet`; returns the wrapper, or `mapped`
+// itself where there is no copy. install_store calls it.
+std::unique_ptr<model::ExpertSource> prepare_decode_copy(const model::Model& m,
+                                                         std::unique_ptr<model::ExpertSource> mapped,
+                                                         const MemoryOptions& opt, bool quiet = false);
 // "mmap" or "stream (io_uring, O_DIRECT, lru, 1234 slots)", for banners.
 std::string describe(const ExpertStore* s);
 // One line of telemetry over `tokens` tokens and `seconds` of wall time, for stderr.

@@ -28,7 +28,7 @@ struct MemoryOptions {
   bool trunk_hugepages = true;
   uint64_t trunk_hugepages_min = uint64_t{64} << 20;
   // In mmap mode, rewrite the routed experts whose type has a decode layout (IQ1_M) into it at
-  // load, where the copy fits in half the memory available (model/expert_source.h).
+  // load, where the copy fits in half the memory available (store/decode_copy.h).
   bool decode_copy = true;
 
   // One rank of a distributed run touches only its rows of the trunk and runs only the experts

@@ -155,8 +155,7 @@ BenchResult run_bench(const BenchOptions& opt) {
     inner = std::move(st);
   }
   if (!inner) {
-    inner = model::make_mapped_expert_source(m->gguf(), hp);
-    store::prepare_decode_copy(*inner, opt.memory);
+    inner = store::prepare_decode_copy(*m, model::make_mapped_expert_source(m->gguf(), hp), opt.memory);
   }
   if (xstore) {
     r.memory_mode = store::describe(xstore);
