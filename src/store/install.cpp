@@ -90,14 +90,16 @@ std::unique_ptr<model::ExpertSource> prepare_decode_copy(const model::Model& m,
   return std::move(r.source);
 }
 
-ExpertStore* install_store(model::Model& m, const MemoryOptions& opt, const EngineShape& shape, bool quiet) {
+ExpertStore* install_store(model::Model& m, const MemoryOptions& opt, const EngineShape& shape, bool quiet,
+                           const SourceWrapper& wrap) {
   prepare_trunk(m, opt, quiet);
   std::unique_ptr<ExpertStore> s = build_store(m, opt, shape, quiet);
   ExpertStore* raw = s.get();
-  if (s) m.set_expert_source(std::move(s));
-  else if (m.hparams().has_moe() && opt.decode_copy)
-    m.set_expert_source(
-        prepare_decode_copy(m, model::make_mapped_expert_source(m.gguf(), m.hparams()), opt, quiet));
+  std::unique_ptr<model::ExpertSource> src = std::move(s);
+  if (!src && (wrap || (m.hparams().has_moe() && opt.decode_copy)))
+    src = prepare_decode_copy(m, model::make_mapped_expert_source(m.gguf(), m.hparams()), opt, quiet);
+  if (wrap) src = wrap(std::move(src));
+  if (src) m.set_expert_source(std::move(src));
   return raw;
 }
 

@@ -255,6 +255,61 @@ TEST(ResidentTrunk, StoreRunsOnAMovedTrunk) {
             0);
 }
 
+// Forwards to the source install_store built and counts the experts asked for (what k3 bench
+// wraps around every mode's store).
+class CountingSource final : public model::ExpertSource {
+ public:
+  explicit CountingSource(std::unique_ptr<model::ExpertSource> inner) : inner_(std::move(inner)) {}
+  void will_need(uint32_t layer, std::span<const int32_t> experts) override {
+    inner_->will_need(layer, experts);
+  }
+  model::ExpertWeights acquire(uint32_t layer, int32_t expert) override {
+    ++acquired;
+    return inner_->acquire(layer, expert);
+  }
+  void release(uint32_t layer, int32_t expert) override { inner_->release(layer, expert); }
+  void router_input_hint(uint32_t layer, const float* xn, int64_t n_tok) override {
+    inner_->router_input_hint(layer, xn, n_tok);
+  }
+  const model::ExpertSource* inner() const { return inner_.get(); }
+  uint64_t acquired = 0;
+
+ private:
+  std::unique_ptr<model::ExpertSource> inner_;
+};
+
+// install_store hands the source it built to the wrapper, in both modes, and installs what the
+// wrapper returns: the streaming store stays the one returned, the results stay the mapped ones.
+TEST(InstallStore, WrapsTheSourceItBuilt) {
+  for (const bool streaming : {false, true}) {
+    auto m = model::Model::load(model_path());
+    store::MemoryOptions o;
+    o.streaming = streaming;
+    o.ram_budget = store::kUnlimited;
+    int calls = 0;
+    CountingSource* counting = nullptr;
+    store::ExpertStore* st =
+        store::install_store(*m, o, shape(), true, [&](std::unique_ptr<model::ExpertSource> inner) {
+          ++calls;
+          auto c = std::make_unique<CountingSource>(std::move(inner));
+          counting = c.get();
+          return std::unique_ptr<model::ExpertSource>(std::move(c));
+        });
+    EXPECT_EQ(calls, 1);
+    ASSERT_NE(counting, nullptr);
+    EXPECT_EQ(&m->experts(), counting);
+    EXPECT_EQ(st != nullptr, streaming);
+    if (streaming) { EXPECT_EQ(counting->inner(), st); }
+    EXPECT_EQ(store::find_store(*m), nullptr);  // wrapped by a tool
+    const RunOut r = run(m, st);
+    EXPECT_GT(counting->acquired, 0u);
+    EXPECT_EQ(r.tokens, mapped_reference().tokens);
+    ASSERT_EQ(r.logits.size(), mapped_reference().logits.size());
+    EXPECT_EQ(std::memcmp(r.logits.data(), mapped_reference().logits.data(), r.logits.size() * sizeof(float)),
+              0);
+  }
+}
+
 // With every expert cacheable, a second pass over the same tokens reads no needed expert.
 TEST(StoreTelemetry, UnlimitedSecondPassHitsEverything) {
   auto m = model::Model::load(model_path());

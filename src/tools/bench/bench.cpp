@@ -110,34 +110,38 @@ WeightBytes weight_bytes_of(const gguf::GgufFile& f, uint32_t n_expert, uint32_t
   return wb;
 }
 
-BenchResult run_bench(const BenchOptions& opt) {
+namespace {
+
+void check_options(const BenchOptions& opt) {
   if (opt.n_prompt < 0 || opt.n_gen < 0) fail("bench: -p and -n must be ≥ 0");
   if (opt.n_prompt == 0 && opt.n_gen == 0) fail("bench: nothing to do (-p 0 and -n 0)");
   if (opt.reps < 1) fail("bench: -r must be ≥ 1 (got {})", opt.reps);
   if (opt.n_ubatch < 1) fail("bench: -ub must be ≥ 1 (got {})", opt.n_ubatch);
   if (opt.depth < 0) fail("bench: -d must be ≥ 0 (got {})", opt.depth);
+}
 
-  std::shared_ptr<model::Model> m = model::Model::load(opt.model_path);
-  const model::HParams& hp = m->hparams();
+// The model's part of the result: file, census, shape and weight accounting.
+BenchResult describe_model(const model::Model& m, const std::string& path) {
+  const model::HParams& hp = m.hparams();
   BenchResult r;
-  r.model_path = opt.model_path;
-  {
-    const gguf::Census c = gguf::take_census(m->gguf());
-    r.file_size = c.file_size;
-    r.n_params = c.params;
-    for (const auto& t : c.types) {
-      if (!r.types.empty()) r.types += ", ";
-      r.types += fmt::format("{} {}", quant::type_name(t.type), t.tensors);
-    }
+  r.model_path = path;
+  const gguf::Census c = gguf::take_census(m.gguf());
+  r.file_size = c.file_size;
+  r.n_params = c.params;
+  for (const auto& t : c.types) {
+    if (!r.types.empty()) r.types += ", ";
+    r.types += fmt::format("{} {}", quant::type_name(t.type), t.tensors);
   }
   r.n_layer = hp.n_layer;
   r.n_expert = hp.n_expert;
   r.n_expert_used = hp.n_expert_used;
   r.n_vocab = hp.n_vocab;
-  r.wb = weight_bytes_of(m->gguf(), hp.n_expert, hp.n_expert_used);
+  r.wb = weight_bytes_of(m.gguf(), hp.n_expert, hp.n_expert_used);
+  return r;
+}
 
+runtime::EngineOptions engine_options(const BenchOptions& opt, model::ForwardProfile& prof) {
   runtime::EngineOptions eo;
-  model::ForwardProfile prof;
   if (opt.profile) eo.hooks.profile = &prof;
   eo.n_threads = opt.n_threads;
   eo.n_ctx = opt.depth + std::max(opt.n_prompt, opt.n_gen) + 1;
@@ -145,30 +149,282 @@ BenchResult run_bench(const BenchOptions& opt) {
   eo.n_ubatch = opt.n_ubatch;
   eo.cache_type = opt.f16_cache ? model::CacheType::F16 : model::CacheType::F32;
   eo.hooks.collective = opt.collective;
+  return eo;
+}
 
-  std::unique_ptr<model::ExpertSource> inner;
-  store::ExpertStore* xstore = nullptr;
-  store::prepare_trunk(*m, opt.memory);
-  if (opt.memory.streaming) {
-    std::unique_ptr<store::ExpertStore> st = store::build_store(*m, opt.memory, store::shape_of(*m, eo));
-    xstore = st.get();
-    inner = std::move(st);
-  }
-  if (!inner) {
-    inner = store::prepare_decode_copy(*m, model::make_mapped_expert_source(m->gguf(), hp), opt.memory);
-  }
-  if (xstore) {
-    r.memory_mode = store::describe(xstore);
+// Where the experts come from: the store every command installs, behind the counting source.
+struct Experts {
+  CountingExpertSource* counter = nullptr;
+  store::ExpertStore* store = nullptr;  // with --ram-budget
+};
+
+Experts install_experts(model::Model& m, const BenchOptions& opt, const runtime::EngineOptions& eo,
+                        BenchResult& r) {
+  Experts x;
+  x.store = store::install_store(m, opt.memory, store::shape_of(m, eo), /*quiet=*/false,
+                                 [&x](std::unique_ptr<model::ExpertSource> inner) {
+                                   auto counting = std::make_unique<CountingExpertSource>(std::move(inner));
+                                   x.counter = counting.get();
+                                   return std::unique_ptr<model::ExpertSource>(std::move(counting));
+                                 });
+  if (const store::ExpertStore* s = x.store) {
+    r.memory_mode = store::describe(s);
     r.ram_budget = opt.memory.ram_budget;
-    r.cache_bytes = xstore->plan().cache();
-    r.cache_slots = xstore->plan().slots;
-    r.cache_fraction = xstore->plan().cache_fraction();
+    r.cache_bytes = s->plan().cache();
+    r.cache_slots = s->plan().slots;
+    r.cache_fraction = s->plan().cache_fraction();
     if (opt.measure_disk_bw)
-      r.disk_bw = store::measure_disk_bw(m->gguf().path(), 1ull << 30, opt.memory.use_uring).bytes_per_s;
+      r.disk_bw = store::measure_disk_bw(m.gguf().path(), 1ull << 30, opt.memory.use_uring).bytes_per_s;
   }
-  auto counting = std::make_unique<CountingExpertSource>(std::move(inner));
-  CountingExpertSource* counter = counting.get();
-  m->set_expert_source(std::move(counting));
+  return x;
+}
+
+MemBwOptions membw_options(const BenchOptions& opt, const BenchResult& r) {
+  MemBwOptions mo;
+  mo.n_threads = r.n_threads;
+  mo.buffer_bytes = opt.bw_buffer_bytes;
+  return mo;
+}
+
+// The run's settings and the machine's bandwidth, once the engine knows its threads.
+void describe_run(const BenchOptions& opt, runtime::Engine& eng, BenchResult& r) {
+  r.n_threads = eng.pool().size();
+  r.n_ubatch = opt.n_ubatch;
+  r.reps = opt.reps;
+  r.depth = opt.depth;
+  r.f16_cache = opt.f16_cache;
+  if (opt.measure_bw) {
+    r.membw =
+        cached_read_bandwidth(membw_options(opt, r), opt.remeasure_bw,
+                              opt.bw_cache_path.empty() ? default_membw_cache_path() : opt.bw_cache_path);
+  }
+}
+
+// The tests on one engine: random tokens from a fixed seed, each test's repetitions timed and
+// their counted bytes, profile and disk telemetry added to the result.
+class Runner {
+ public:
+  Runner(const BenchOptions& opt, runtime::Engine& eng, const Experts& x, model::ForwardProfile& prof,
+         BenchResult& r)
+      : opt_(opt),
+        eng_(eng),
+        x_(x),
+        prof_(prof),
+        r_(r),
+        rng_(opt.seed),
+        pick_(0, static_cast<int32_t>(eng.n_vocab()) - 1),
+        cache_row_bytes_(cache_row_bytes(eng.model().hparams(), opt.f16_cache)) {}
+
+  // -d: the context every test starts from, decoded once into sequence 1 (untimed).
+  void decode_depth() {
+    if (opt_.depth <= 0) return;
+    std::vector<runtime::BatchToken> b(static_cast<size_t>(opt_.depth));
+    for (size_t i = 0; i < b.size(); ++i) b[i] = {pick_(rng_), 1, -1, false};
+    const auto t0 = clock::now();
+    eng_.decode(b);
+    log::info("bench: {} tokens of depth decoded in {:.1f} s", opt_.depth,
+              std::chrono::duration<double>(clock::now() - t0).count());
+  }
+
+  void pp() {
+    if (opt_.n_prompt > 0)
+      run_test(fmt::format("pp{}", opt_.n_prompt), opt_.n_prompt, 0,
+               [this](uint64_t& bytes, uint64_t& ebytes) { return pp_once(bytes, ebytes); });
+  }
+
+  void tg() {
+    if (opt_.n_gen > 0)
+      run_test(fmt::format("tg{}", opt_.n_gen), 0, opt_.n_gen,
+               [this](uint64_t& bytes, uint64_t& ebytes) { return tg_once(bytes, ebytes); });
+  }
+
+ private:
+  using clock = std::chrono::steady_clock;
+
+  // MLA cache bytes one generated token reads at position pos: every layer's rows 0…pos.
+  static uint64_t cache_row_bytes(const model::HParams& hp, bool f16) {
+    return static_cast<uint64_t>(hp.n_mla_layers()) * (hp.kv_lora_rank + hp.n_rot) * (f16 ? 2u : 4u);
+  }
+
+  void start_sequence() {
+    eng_.seq_clear(0);
+    if (opt_.depth > 0) eng_.seq_copy(1, 0);
+  }
+
+  // One repetition of a test: returns seconds; the weight bytes it streamed go to `bytes`.
+  double pp_once(uint64_t& bytes, uint64_t& ebytes) {
+    start_sequence();
+    std::vector<runtime::BatchToken> b(static_cast<size_t>(opt_.n_prompt));
+    for (size_t i = 0; i < b.size(); ++i) b[i] = {pick_(rng_), 0, -1, i + 1 == b.size()};
+    x_.counter->take();
+    const auto t0 = clock::now();
+    eng_.decode(b);
+    const double s = std::chrono::duration<double>(clock::now() - t0).count();
+    const uint64_t n_ub = static_cast<uint64_t>((opt_.n_prompt + opt_.n_ubatch - 1) / opt_.n_ubatch);
+    ebytes = x_.counter->take();
+    bytes = n_ub * r_.wb.trunk + static_cast<uint64_t>(opt_.n_prompt) * r_.wb.embd_row + ebytes;
+    return s;
+  }
+
+  double tg_once(uint64_t& bytes, uint64_t& ebytes) {
+    start_sequence();
+    x_.counter->take();
+    const auto t0 = clock::now();
+    for (int64_t i = 0; i < opt_.n_gen; ++i) {
+      const runtime::BatchToken t{pick_(rng_), 0, -1, true};
+      eng_.decode({&t, 1});
+    }
+    const double s = std::chrono::duration<double>(clock::now() - t0).count();
+    ebytes = x_.counter->take();
+    bytes = static_cast<uint64_t>(opt_.n_gen) * (r_.wb.trunk + r_.wb.embd_row) + ebytes;
+    return s;
+  }
+
+  // What a test's timed repetitions start from: disk and CPU counters, the store's statistics.
+  struct Before {
+    uint64_t io = 0;
+    double cpu = 0;
+    store::StoreStats store;
+  };
+
+  template <class Once>
+  void run_test(std::string name, int64_t np, int64_t ng, Once&& once) {
+    BenchTest t;
+    if (opt_.depth > 0) name += fmt::format(" @ d{}", opt_.depth);
+    t.name = name;
+    t.n_prompt = np;
+    t.n_gen = ng;
+    uint64_t bytes = 0, eb = 0;
+    if (opt_.warmup) once(bytes, eb);  // warm-up: page in the mapping, size the buffers
+    double bsum = 0, esum = 0;
+    if (x_.store) x_.store->wait_idle();
+    Before b;
+    b.io = proc_read_bytes();
+    b.cpu = process_cpu_seconds();
+    b.store = x_.store ? x_.store->stats() : store::StoreStats{};
+    start_profile();
+    for (int i = 0; i < opt_.reps; ++i) {
+      const double s = once(bytes, eb);
+      t.seconds.push_back(s);
+      t.tps.push_back(static_cast<double>(np + ng) / s);
+      bsum += static_cast<double>(bytes);
+      esum += static_cast<double>(eb);
+    }
+    t.cpu_seconds_mean = (process_cpu_seconds() - b.cpu) / opt_.reps;
+    if (opt_.profile) take_profile(t);
+    summarize(t, bsum, esum);
+    add_io(t, b);
+    r_.tests.push_back(std::move(t));
+  }
+
+  void start_profile() {
+    prof_ = {};
+    if (!opt_.profile) return;
+    prof_.pool = &eng_.pool();
+    eng_.pool().set_wait_stats(true);
+    (void)eng_.pool().take_wait_stats();
+  }
+
+  void take_profile(BenchTest& t) {
+    // Dispatches outside every forward (none today) count with "other".
+    const ThreadPool::WaitStats rest = eng_.pool().take_wait_stats();
+    eng_.pool().set_wait_stats(false);
+    double covered = 0;
+    for (size_t k = 0; k < prof_.rows.size(); ++k) {
+      const model::ForwardProfile::Row& row = prof_.rows[k];
+      t.pool_waits += row.waits;
+      t.profile.push_back({std::string(model::prof_op_name(static_cast<model::ProfOp>(k))), row.seconds,
+                           row.matmul_seconds, row.matmul_bytes, row.matmul_ops, row.matmuls,
+                           row.waits.dispatches, row.waits.lost_seconds()});
+      covered += row.seconds;
+    }
+    PoolWaits other = prof_.idle_waits;
+    other += rest;
+    t.pool_waits += other;
+    t.profile.push_back({"other", std::max(0.0, prof_.forward_seconds - covered), 0, 0, 0, 0,
+                         other.dispatches, other.lost_seconds()});
+    t.profile_seconds = prof_.forward_seconds;
+  }
+
+  // Means, bytes per token and per second, and their share of the machine's bandwidth.
+  void summarize(BenchTest& t, double bsum, double esum) const {
+    const int64_t np = t.n_prompt, ng = t.n_gen;
+    mean_sd(t.tps, t.tps_mean, t.tps_sd);
+    double sd_unused = 0;
+    mean_sd(t.seconds, t.seconds_mean, sd_unused);
+    t.weight_bytes = static_cast<uint64_t>(std::llround(bsum / opt_.reps));
+    t.expert_bytes = static_cast<uint64_t>(std::llround(esum / opt_.reps));
+    t.bytes_per_token = static_cast<double>(t.weight_bytes) / static_cast<double>(np + ng);
+    t.bytes_per_s = t.seconds_mean > 0 ? static_cast<double>(t.weight_bytes) / t.seconds_mean : 0;
+    t.bw_fraction = r_.membw.bytes_per_s > 0 ? t.bytes_per_s / r_.membw.bytes_per_s : 0;
+    // Σ over the generated tokens of the rows each attends to: depth + 1 … depth + ng.
+    const uint64_t rows = static_cast<uint64_t>(ng) * static_cast<uint64_t>(opt_.depth) +
+                          static_cast<uint64_t>(ng) * static_cast<uint64_t>(ng + 1) / 2;
+    t.cache_bytes = rows * cache_row_bytes_;
+    t.cache_bytes_per_token = ng > 0 ? static_cast<double>(t.cache_bytes) / static_cast<double>(ng) : 0;
+    t.total_bytes_per_s =
+        t.seconds_mean > 0 ? static_cast<double>(t.weight_bytes + t.cache_bytes) / t.seconds_mean : 0;
+    t.roofline_fraction = r_.membw.bytes_per_s > 0 ? t.total_bytes_per_s / r_.membw.bytes_per_s : 0;
+  }
+
+  // The disk's side of the test: /proc/self/io always, the store's statistics with --ram-budget.
+  void add_io(BenchTest& t, const Before& b) const {
+    StoreTelemetry& io = t.io;
+    const double tokens = static_cast<double>((t.n_prompt + t.n_gen) * opt_.reps);
+    const double wall = t.seconds_mean * opt_.reps;
+    io.disk_read_bytes = proc_read_bytes() - b.io;
+    io.disk_read_bytes_per_token = static_cast<double>(io.disk_read_bytes) / tokens;
+    if (!x_.store) return;
+    x_.store->wait_idle();
+    const store::StoreStats d = x_.store->stats().minus(b.store);
+    io.store_bytes_read = d.bytes_read;
+    io.store_bytes_per_token = static_cast<double>(d.bytes_read) / tokens;
+    io.hit_rate = d.hit_rate();
+    io.prefetch_rate = d.needed ? static_cast<double>(d.prefetched) / static_cast<double>(d.needed) : 0;
+    io.prediction_recall = d.prediction_recall();
+    io.prediction_precision = d.prediction_precision();
+    io.io_wait_share = wall > 0 ? d.io_wait_s / wall : 0;
+    io.read_bw_busy = d.busy_bw();
+    io.read_bw_wall = wall > 0 ? static_cast<double>(d.bytes_read) / wall : 0;
+    io.busy_share = wall > 0 ? d.busy_s / wall : 0;
+    io.disk_bw_fraction = r_.disk_bw > 0 ? io.read_bw_busy / r_.disk_bw : 0;
+    io.read_bw_waiting = d.wait_bw();
+    io.waiting_bw_fraction = r_.disk_bw > 0 ? io.read_bw_waiting / r_.disk_bw : 0;
+  }
+
+  const BenchOptions& opt_;
+  runtime::Engine& eng_;
+  Experts x_;
+  model::ForwardProfile& prof_;
+  BenchResult& r_;
+  std::mt19937_64 rng_;
+  std::uniform_int_distribution<int32_t> pick_;
+  uint64_t cache_row_bytes_;
+};
+
+// A bandwidth measured in this run is measured again after the tests, and the roofline uses
+// the mean: on a VM the figure drifts by ±10 % within minutes, and one reading taken before
+// the tests moved the fraction by as much as the code did.
+void remeasure_bandwidth(const BenchOptions& opt, BenchResult& r) {
+  if (r.membw.source != "measured" || r.tests.empty()) return;
+  r.mem_bw_before = r.membw.bytes_per_s;
+  r.mem_bw_after = measure_read_bandwidth(membw_options(opt, r));
+  r.membw.bytes_per_s = 0.5 * (r.mem_bw_before + r.mem_bw_after);
+  for (BenchTest& t : r.tests) {
+    t.bw_fraction = t.bytes_per_s / r.membw.bytes_per_s;
+    t.roofline_fraction = t.total_bytes_per_s / r.membw.bytes_per_s;
+  }
+}
+
+}  // namespace
+
+BenchResult run_bench(const BenchOptions& opt) {
+  check_options(opt);
+  std::shared_ptr<model::Model> m = model::Model::load(opt.model_path);
+  BenchResult r = describe_model(*m, opt.model_path);
+  model::ForwardProfile prof;
+  const runtime::EngineOptions eo = engine_options(opt, prof);
+  const Experts x = install_experts(*m, opt, eo, r);
 
   runtime::Engine eng(m, eo);
   if (eng.follower()) {
@@ -176,174 +432,12 @@ BenchResult run_bench(const BenchOptions& opt) {
     r.followed = true;
     return r;
   }
-  r.n_threads = eng.pool().size();
-  r.n_ubatch = opt.n_ubatch;
-  r.reps = opt.reps;
-  r.depth = opt.depth;
-  r.f16_cache = opt.f16_cache;
-
-  MemBwOptions mo;
-  mo.n_threads = r.n_threads;
-  mo.buffer_bytes = opt.bw_buffer_bytes;
-  if (opt.measure_bw) {
-    r.membw = cached_read_bandwidth(
-        mo, opt.remeasure_bw, opt.bw_cache_path.empty() ? default_membw_cache_path() : opt.bw_cache_path);
-  }
-
-  std::mt19937_64 rng(opt.seed);
-  std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(eng.n_vocab()) - 1);
-  using clock = std::chrono::steady_clock;
-
-  // -d: the context every test starts from, decoded once into sequence 1 (untimed).
-  if (opt.depth > 0) {
-    std::vector<runtime::BatchToken> b(static_cast<size_t>(opt.depth));
-    for (size_t i = 0; i < b.size(); ++i) b[i] = {pick(rng), 1, -1, false};
-    const auto t0 = clock::now();
-    eng.decode(b);
-    log::info("bench: {} tokens of depth decoded in {:.1f} s", opt.depth,
-              std::chrono::duration<double>(clock::now() - t0).count());
-  }
-  auto start_sequence = [&] {
-    eng.seq_clear(0);
-    if (opt.depth > 0) eng.seq_copy(1, 0);
-  };
-  // MLA cache bytes one generated token reads at position pos: every layer's rows 0…pos.
-  const uint64_t cache_row_bytes = static_cast<uint64_t>(hp.n_mla_layers()) * (hp.kv_lora_rank + hp.n_rot) *
-                                   (eo.cache_type == model::CacheType::F16 ? 2u : 4u);
-
-  // One repetition of a test: returns seconds; the weight bytes it streamed go to `bytes`.
-  auto run_pp = [&](uint64_t& bytes, uint64_t& ebytes) {
-    start_sequence();
-    std::vector<runtime::BatchToken> b(static_cast<size_t>(opt.n_prompt));
-    for (size_t i = 0; i < b.size(); ++i) b[i] = {pick(rng), 0, -1, i + 1 == b.size()};
-    counter->take();
-    const auto t0 = clock::now();
-    eng.decode(b);
-    const double s = std::chrono::duration<double>(clock::now() - t0).count();
-    const uint64_t n_ub = static_cast<uint64_t>((opt.n_prompt + opt.n_ubatch - 1) / opt.n_ubatch);
-    ebytes = counter->take();
-    bytes = n_ub * r.wb.trunk + static_cast<uint64_t>(opt.n_prompt) * r.wb.embd_row + ebytes;
-    return s;
-  };
-  auto run_tg = [&](uint64_t& bytes, uint64_t& ebytes) {
-    start_sequence();
-    counter->take();
-    const auto t0 = clock::now();
-    for (int64_t i = 0; i < opt.n_gen; ++i) {
-      const runtime::BatchToken t{pick(rng), 0, -1, true};
-      eng.decode({&t, 1});
-    }
-    const double s = std::chrono::duration<double>(clock::now() - t0).count();
-    ebytes = counter->take();
-    bytes = static_cast<uint64_t>(opt.n_gen) * (r.wb.trunk + r.wb.embd_row) + ebytes;
-    return s;
-  };
-
-  auto run_test = [&](std::string name, int64_t np, int64_t ng, auto&& once) {
-    BenchTest t;
-    if (opt.depth > 0) name += fmt::format(" @ d{}", opt.depth);
-    t.name = name;
-    t.n_prompt = np;
-    t.n_gen = ng;
-    uint64_t bytes = 0, eb = 0;
-    if (opt.warmup) once(bytes, eb);  // warm-up: page in the mapping, size the buffers
-    double bsum = 0, esum = 0;
-    if (xstore) xstore->wait_idle();
-    const uint64_t io0 = proc_read_bytes();
-    const double cpu0 = process_cpu_seconds();
-    const store::StoreStats st0 = xstore ? xstore->stats() : store::StoreStats{};
-    prof = {};
-    if (opt.profile) {
-      prof.pool = &eng.pool();
-      eng.pool().set_wait_stats(true);
-      (void)eng.pool().take_wait_stats();
-    }
-    for (int i = 0; i < opt.reps; ++i) {
-      const double s = once(bytes, eb);
-      t.seconds.push_back(s);
-      t.tps.push_back(static_cast<double>(np + ng) / s);
-      bsum += static_cast<double>(bytes);
-      esum += static_cast<double>(eb);
-    }
-    t.cpu_seconds_mean = (process_cpu_seconds() - cpu0) / opt.reps;
-    if (opt.profile) {
-      // Dispatches outside every forward (none today) count with "other".
-      const ThreadPool::WaitStats rest = eng.pool().take_wait_stats();
-      eng.pool().set_wait_stats(false);
-      double covered = 0;
-      for (size_t k = 0; k < prof.rows.size(); ++k) {
-        const model::ForwardProfile::Row& row = prof.rows[k];
-        t.pool_waits += row.waits;
-        t.profile.push_back({std::string(model::prof_op_name(static_cast<model::ProfOp>(k))), row.seconds,
-                             row.matmul_seconds, row.matmul_bytes, row.matmul_ops, row.matmuls,
-                             row.waits.dispatches, row.waits.lost_seconds()});
-        covered += row.seconds;
-      }
-      PoolWaits other = prof.idle_waits;
-      other += rest;
-      t.pool_waits += other;
-      t.profile.push_back({"other", std::max(0.0, prof.forward_seconds - covered), 0, 0, 0, 0,
-                           other.dispatches, other.lost_seconds()});
-      t.profile_seconds = prof.forward_seconds;
-    }
-    mean_sd(t.tps, t.tps_mean, t.tps_sd);
-    double sd_unused = 0;
-    mean_sd(t.seconds, t.seconds_mean, sd_unused);
-    t.weight_bytes = static_cast<uint64_t>(std::llround(bsum / opt.reps));
-    t.expert_bytes = static_cast<uint64_t>(std::llround(esum / opt.reps));
-    t.bytes_per_token = static_cast<double>(t.weight_bytes) / static_cast<double>(np + ng);
-    t.bytes_per_s = t.seconds_mean > 0 ? static_cast<double>(t.weight_bytes) / t.seconds_mean : 0;
-    t.bw_fraction = r.membw.bytes_per_s > 0 ? t.bytes_per_s / r.membw.bytes_per_s : 0;
-    // Σ over the generated tokens of the rows each attends to: depth + 1 … depth + ng.
-    const uint64_t rows = static_cast<uint64_t>(ng) * static_cast<uint64_t>(opt.depth) +
-                          static_cast<uint64_t>(ng) * static_cast<uint64_t>(ng + 1) / 2;
-    t.cache_bytes = rows * cache_row_bytes;
-    t.cache_bytes_per_token = ng > 0 ? static_cast<double>(t.cache_bytes) / static_cast<double>(ng) : 0;
-    t.total_bytes_per_s =
-        t.seconds_mean > 0 ? static_cast<double>(t.weight_bytes + t.cache_bytes) / t.seconds_mean : 0;
-    t.roofline_fraction = r.membw.bytes_per_s > 0 ? t.total_bytes_per_s / r.membw.bytes_per_s : 0;
-    {
-      StoreTelemetry& io = t.io;
-      const double tokens = static_cast<double>((np + ng) * opt.reps);
-      const double wall = t.seconds_mean * opt.reps;
-      io.disk_read_bytes = proc_read_bytes() - io0;
-      io.disk_read_bytes_per_token = static_cast<double>(io.disk_read_bytes) / tokens;
-      if (xstore) {
-        xstore->wait_idle();
-        const store::StoreStats d = xstore->stats().minus(st0);
-        io.store_bytes_read = d.bytes_read;
-        io.store_bytes_per_token = static_cast<double>(d.bytes_read) / tokens;
-        io.hit_rate = d.hit_rate();
-        io.prefetch_rate = d.needed ? static_cast<double>(d.prefetched) / static_cast<double>(d.needed) : 0;
-        io.prediction_recall = d.prediction_recall();
-        io.prediction_precision = d.prediction_precision();
-        io.io_wait_share = wall > 0 ? d.io_wait_s / wall : 0;
-        io.read_bw_busy = d.busy_bw();
-        io.read_bw_wall = wall > 0 ? static_cast<double>(d.bytes_read) / wall : 0;
-        io.busy_share = wall > 0 ? d.busy_s / wall : 0;
-        io.disk_bw_fraction = r.disk_bw > 0 ? io.read_bw_busy / r.disk_bw : 0;
-        io.read_bw_waiting = d.wait_bw();
-        io.waiting_bw_fraction = r.disk_bw > 0 ? io.read_bw_waiting / r.disk_bw : 0;
-      }
-    }
-    r.tests.push_back(std::move(t));
-  };
-
-  if (opt.n_prompt > 0) run_test(fmt::format("pp{}", opt.n_prompt), opt.n_prompt, 0, run_pp);
-  if (opt.n_gen > 0) run_test(fmt::format("tg{}", opt.n_gen), 0, opt.n_gen, run_tg);
-
-  // A bandwidth measured in this run is measured again after the tests, and the roofline uses
-  // the mean: on a VM the figure drifts by ±10 % within minutes, and one reading taken before
-  // the tests moved the fraction by as much as the code did.
-  if (r.membw.source == "measured" && !r.tests.empty()) {
-    r.mem_bw_before = r.membw.bytes_per_s;
-    r.mem_bw_after = measure_read_bandwidth(mo);
-    r.membw.bytes_per_s = 0.5 * (r.mem_bw_before + r.mem_bw_after);
-    for (BenchTest& t : r.tests) {
-      t.bw_fraction = t.bytes_per_s / r.membw.bytes_per_s;
-      t.roofline_fraction = t.total_bytes_per_s / r.membw.bytes_per_s;
-    }
-  }
+  describe_run(opt, eng, r);
+  Runner run(opt, eng, x, prof, r);
+  run.decode_depth();
+  run.pp();
+  run.tg();
+  remeasure_bandwidth(opt, r);
   return r;
 }
 
