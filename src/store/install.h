@@ -1,13 +1,13 @@
 // store/install: the one call a command makes to honour --ram-budget / --mmap.
 // Contract: install_store() first moves the trunk into huge pages (prepare_trunk). In mmap
-// mode it then installs the mapped store wrapped in its decode copy (prepare_decode_copy) and
-// returns null. In streaming
-// mode it plans memory for the engine shape (store/memory_plan.h; throws k3::Error naming
-// the minimum budget when the budget is too small), prints the plan to stderr unless
-// `quiet`, builds the store and installs it as the model's expert source, returning it (the
-// model owns it). A model without MoE layers needs no store: null. With `wrap` (a tool that
-// counts what the model reads), the source about to be installed goes through it first, in
-// every mode and for a model without MoE layers too (the mapped store then has no layers).
+// mode it then installs the mapped store, wrapped in its decode copy where one is made
+// (prepare_decode_copy), and returns null. In streaming mode it plans memory for the engine
+// shape (store/memory_plan.h; throws k3::Error naming the minimum budget when the budget is
+// too small), prints the plan to stderr unless `quiet`, builds the store and installs it as
+// the model's expert source, returning it (the model owns it). A model without MoE layers
+// needs no store: null. With `wrap` (a tool that counts what the model reads), the source
+// about to be installed goes through it first, in every mode and for a model without MoE
+// layers too (the mapped store then has no layers); the streaming store is still returned.
 // find_store() returns the store behind a model's expert source, or null (mmap mode, or
 // wrapped by a tool).
 #pragma once
@@ -33,8 +33,8 @@ using SourceWrapper =
 
 ExpertStore* install_store(model::Model& m, const MemoryOptions& opt, const EngineShape& shape,
                            bool quiet = false, const SourceWrapper& wrap = {});
-// The same store, planned and built but not installed (for tools that wrap it); null in
-// mmap mode or for a model without MoE layers.
+// The same store, planned and built but not installed; null in mmap mode or for a model
+// without MoE layers.
 std::unique_ptr<ExpertStore> build_store(const model::Model& m, const MemoryOptions& opt,
                                          const EngineShape& shape, bool quiet = false);
 ExpertStore* find_store(const model::Model& m);
