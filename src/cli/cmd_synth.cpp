@@ -113,7 +113,7 @@ int cmd_synth(int argc, char** argv) {
   set(cfg.n_expert_used, n_expert_used);
   set(cfg.n_ff, n_ff);
   set(cfg.n_ff_exp, n_ff_exp);
-  set(cfg.n_latent, n_latent);
+  set(cfg.n_embd_exp_latent, n_latent);
   set(cfg.n_expert_shared, n_shared);
   set(cfg.n_vocab, vocab);
   set(cfg.n_ctx_train, ctx);
@@ -121,8 +121,8 @@ int cmd_synth(int argc, char** argv) {
   set(cfg.kv_lora_rank, kv_lora);
   set(cfg.n_rot, rope_dim);
   set(cfg.qk_nope, nope_dim);
-  set(cfg.v_head_dim, v_head_dim);
-  set(cfg.attn_res_block, attn_res_block);
+  set(cfg.n_embd_head_v_mla, v_head_dim);
+  set(cfg.attn_res_block_size, attn_res_block);
   set(cfg.mla_every, mla_every);
   set(cfg.n_layer_dense_lead, dense_layers);
   set(cfg.shards, shards);
@@ -130,7 +130,7 @@ int cmd_synth(int argc, char** argv) {
   if (mla_last) cfg.mla_last = true;
   if (no_mla_last) cfg.mla_last = false;
   if (!mla_layers.empty()) cfg.mla_layers = parse_layer_list(mla_layers);
-  if (softplus) cfg.gate_lower_bound.reset();
+  if (softplus) cfg.kda_gate_lower_bound.reset();
   if (sparse) cfg.sparse = true;
   if (no_sparse) cfg.sparse = false;
   if (!trunk_type.empty()) {

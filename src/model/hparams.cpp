@@ -4,39 +4,44 @@
 #include <cmath>
 #include <string_view>
 
+#include "core/assert.h"
 #include "core/error.h"
 #include "gguf/file.h"
 #include "gguf/value.h"
+#include "model/schema.h"
 
 namespace k3::model {
 namespace {
 
 using gguf::Value;
 using gguf::ValueType;
+using schema::Key;
+using schema::KeyType;
 
-constexpr std::string_view kArch = "kimi-k3";
 constexpr uint32_t kMaxLayers = 512;
 constexpr uint32_t kMaxExperts = 1024;
 
+// Reads keys by their schema entry; each accessor asserts that the table gives the key the
+// type it reads, so the table and the reader cannot drift apart.
 class KeyReader {
  public:
   explicit KeyReader(const gguf::GgufFile& f) : f_(f) {}
 
-  std::string full(std::string_view key) const { return fmt::format("{}.{}", kArch, key); }
+  const Value* find(Key key) const { return f_.find(schema::key_name(key)); }
 
-  const Value* find(std::string_view key) const { return f_.find(full(key)); }
-
-  [[noreturn]] void bad(std::string_view key, std::string_view what) const {
-    fail("{}: key {}: {}", f_.path(), full(key), what);
+  [[noreturn]] void bad(Key key, std::string_view what) const {
+    fail("{}: key {}: {}", f_.path(), schema::key_name(key), what);
   }
 
-  void expect_type(std::string_view key, const Value& v, ValueType t) const {
+  void expect_type(Key key, const Value& v, ValueType t) const {
     if (v.type != t)
       bad(key, fmt::format("expected {}, found {}", gguf::value_type_name(t),
                            v.type == ValueType::ARRAY ? "ARRAY" : gguf::value_type_name(v.type)));
   }
 
-  uint32_t u32(std::string_view key, std::optional<uint32_t> def) const {
+  uint32_t u32(Key key, std::optional<uint32_t> def) const {
+    K3_ASSERT(schema::key_info(key).type == KeyType::U32);
+    K3_ASSERT(schema::key_info(key).required == !def, "the schema's required flag");
     const Value* v = find(key);
     if (!v) {
       if (!def) bad(key, "required key is missing");
@@ -46,14 +51,16 @@ class KeyReader {
     return static_cast<uint32_t>(v->as_uint());
   }
 
-  std::optional<float> f32_opt(std::string_view key) const {
+  std::optional<float> f32_opt(Key key) const {
+    K3_ASSERT(schema::key_info(key).type == KeyType::F32);
     const Value* v = find(key);
     if (!v) return std::nullopt;
     expect_type(key, *v, ValueType::FLOAT32);
     return static_cast<float>(v->as_float());
   }
 
-  float f32(std::string_view key, std::optional<float> def) const {
+  float f32(Key key, std::optional<float> def) const {
+    K3_ASSERT(schema::key_info(key).required == !def, "the schema's required flag");
     auto v = f32_opt(key);
     if (!v) {
       if (!def) bad(key, "required key is missing");
@@ -62,7 +69,8 @@ class KeyReader {
     return *v;
   }
 
-  bool boolean(std::string_view key, bool def) const {
+  bool boolean(Key key, bool def) const {
+    K3_ASSERT(schema::key_info(key).type == KeyType::Bool && !schema::key_info(key).required);
     const Value* v = find(key);
     if (!v) return def;
     expect_type(key, *v, ValueType::BOOL);
@@ -70,7 +78,8 @@ class KeyReader {
   }
 
   // A u32 scalar (applies to every layer) or an INT32/UINT32 array of exactly n_layer.
-  std::optional<std::vector<uint32_t>> per_layer(std::string_view key, uint32_t n_layer) const {
+  std::optional<std::vector<uint32_t>> per_layer(Key key, uint32_t n_layer) const {
+    K3_ASSERT(schema::key_info(key).type == KeyType::PerLayer);
     const Value* v = find(key);
     if (!v) return std::nullopt;
     std::vector<uint32_t> out(n_layer);
@@ -107,57 +116,58 @@ uint32_t HParams::n_mla_layers() const { return n_layer - n_kda_layers(); }
 
 HParams load_hparams(const gguf::GgufFile& f) {
   const std::string arch = f.get_string("general.architecture", "");
-  if (arch != kArch) fail("{}: general.architecture is '{}', expected '{}'", f.path(), arch, kArch);
+  if (arch != schema::kArch)
+    fail("{}: general.architecture is '{}', expected '{}'", f.path(), arch, schema::kArch);
 
   KeyReader r(f);
   HParams hp;
-  hp.n_ctx_train = r.u32("context_length", std::nullopt);
-  hp.n_embd = r.u32("embedding_length", std::nullopt);
-  hp.n_layer = r.u32("block_count", std::nullopt);
+  hp.n_ctx_train = r.u32(Key::ContextLength, std::nullopt);
+  hp.n_embd = r.u32(Key::EmbeddingLength, std::nullopt);
+  hp.n_layer = r.u32(Key::BlockCount, std::nullopt);
   if (hp.n_layer == 0 || hp.n_layer > kMaxLayers)
-    r.bad("block_count", fmt::format("{} is outside 1..{}", hp.n_layer, kMaxLayers));
-  if (hp.n_embd == 0) r.bad("embedding_length", "must be > 0");
+    r.bad(Key::BlockCount, fmt::format("{} is outside 1..{}", hp.n_layer, kMaxLayers));
+  if (hp.n_embd == 0) r.bad(Key::EmbeddingLength, "must be > 0");
 
-  auto ff = r.per_layer("feed_forward_length", hp.n_layer);
+  auto ff = r.per_layer(Key::FeedForwardLength, hp.n_layer);
   hp.n_ff = ff ? (*ff)[0] : 0;
-  auto heads = r.per_layer("attention.head_count", hp.n_layer);
+  auto heads = r.per_layer(Key::HeadCount, hp.n_layer);
   hp.n_head = heads ? (*heads)[0] : 0;
-  if (hp.n_head == 0) r.bad("attention.head_count", "missing or 0 for layer 0");
-  auto heads_kv = r.per_layer("attention.head_count_kv", hp.n_layer);
+  if (hp.n_head == 0) r.bad(Key::HeadCount, "missing or 0 for layer 0");
+  auto heads_kv = r.per_layer(Key::HeadCountKv, hp.n_layer);
   hp.n_head_kv = heads_kv ? *heads_kv : std::vector<uint32_t>(hp.n_layer, hp.n_head);
   hp.kind.resize(hp.n_layer);
   for (uint32_t il = 0; il < hp.n_layer; ++il)
     hp.kind[il] = hp.n_head_kv[il] == 0 ? LayerKind::KDA : LayerKind::MLA;
 
-  hp.n_embd_head_k = r.u32("attention.key_length", hp.n_embd / hp.n_head);
-  hp.n_rot = r.u32("rope.dimension_count", hp.n_embd_head_k);
-  hp.rms_eps = r.f32("attention.layer_norm_rms_epsilon", std::nullopt);
-  hp.n_embd_head_k_mla = r.u32("attention.key_length_mla", std::nullopt);
-  hp.n_embd_head_v_mla = r.u32("attention.value_length_mla", std::nullopt);
-  hp.q_lora_rank = r.u32("attention.q_lora_rank", 0u);
-  hp.kv_lora_rank = r.u32("attention.kv_lora_rank", std::nullopt);
-  hp.ssm_conv_kernel = r.u32("ssm.conv_kernel", std::nullopt);
-  hp.kda_head_dim = r.u32("kda.head_dim", std::nullopt);
-  hp.kda_gate_lower_bound = r.f32_opt("kda.gate_lower_bound");
+  hp.n_embd_head_k = r.u32(Key::KeyLength, hp.n_embd / hp.n_head);
+  hp.n_rot = r.u32(Key::RopeDimensionCount, hp.n_embd_head_k);
+  hp.rms_eps = r.f32(Key::RmsEps, std::nullopt);
+  hp.n_embd_head_k_mla = r.u32(Key::KeyLengthMla, std::nullopt);
+  hp.n_embd_head_v_mla = r.u32(Key::ValueLengthMla, std::nullopt);
+  hp.q_lora_rank = r.u32(Key::QLoraRank, 0u);
+  hp.kv_lora_rank = r.u32(Key::KvLoraRank, std::nullopt);
+  hp.ssm_conv_kernel = r.u32(Key::SsmConvKernel, std::nullopt);
+  hp.kda_head_dim = r.u32(Key::KdaHeadDim, std::nullopt);
+  hp.kda_gate_lower_bound = r.f32_opt(Key::KdaGateLowerBound);
 
-  hp.n_expert = r.u32("expert_count", 0u);
-  hp.n_expert_used = r.u32("expert_used_count", 0u);
-  const uint32_t n_group = r.u32("expert_group_count", 0u);
-  hp.n_ff_exp = r.u32("expert_feed_forward_length", std::nullopt);
-  hp.n_expert_shared = r.u32("expert_shared_count", std::nullopt);
-  hp.n_layer_dense_lead = r.u32("leading_dense_block_count", 0u);
-  hp.expert_weights_scale = r.f32("expert_weights_scale", 0.0f);
-  hp.expert_weights_norm = r.boolean("expert_weights_norm", false);
-  hp.expert_gating_func = r.u32("expert_gating_func", std::nullopt);
-  hp.n_embd_exp_latent = r.u32("expert_latent_length", 0u);
-  hp.attn_res_block_size = r.u32("attn_res.block_size", std::nullopt);
-  hp.situ_beta = r.f32("activation.situ_beta", std::nullopt);
-  hp.situ_linear_beta = r.f32("activation.situ_linear_beta", std::nullopt);
+  hp.n_expert = r.u32(Key::ExpertCount, 0u);
+  hp.n_expert_used = r.u32(Key::ExpertUsedCount, 0u);
+  const uint32_t n_group = r.u32(Key::ExpertGroupCount, 0u);
+  hp.n_ff_exp = r.u32(Key::ExpertFeedForwardLength, std::nullopt);
+  hp.n_expert_shared = r.u32(Key::ExpertSharedCount, std::nullopt);
+  hp.n_layer_dense_lead = r.u32(Key::LeadingDenseBlockCount, 0u);
+  hp.expert_weights_scale = r.f32(Key::ExpertWeightsScale, 0.0f);
+  hp.expert_weights_norm = r.boolean(Key::ExpertWeightsNorm, false);
+  hp.expert_gating_func = r.u32(Key::ExpertGatingFunc, std::nullopt);
+  hp.n_embd_exp_latent = r.u32(Key::ExpertLatentLength, 0u);
+  hp.attn_res_block_size = r.u32(Key::AttnResBlockSize, std::nullopt);
+  hp.situ_beta = r.f32(Key::SituBeta, std::nullopt);
+  hp.situ_linear_beta = r.f32(Key::SituLinearBeta, std::nullopt);
 
   // Vocabulary: the token list when there is one, else the informational key.
   if (const gguf::Value* toks = f.find("tokenizer.ggml.tokens"); toks && toks->is_array()) {
     hp.n_vocab = static_cast<uint32_t>(toks->size());
-  } else if (const gguf::Value* vs = r.find("vocab_size"); vs && vs->is_integer()) {
+  } else if (const gguf::Value* vs = r.find(Key::VocabSize); vs && vs->is_integer()) {
     hp.n_vocab = static_cast<uint32_t>(vs->as_uint());
   } else if (const auto* te = f.tensor("token_embd.weight"); te) {
     hp.n_vocab = static_cast<uint32_t>(te->dim(1));
@@ -166,32 +176,32 @@ HParams load_hparams(const gguf::GgufFile& f) {
 
   // Consistency checks that would otherwise surface as nonsense math.
   if (!(hp.rms_eps > 0.0f) || !std::isfinite(hp.rms_eps))
-    r.bad("attention.layer_norm_rms_epsilon", fmt::format("{} is not a positive number", hp.rms_eps));
+    r.bad(Key::RmsEps, fmt::format("{} is not a positive number", hp.rms_eps));
   if (hp.n_rot >= hp.n_embd_head_k_mla)
-    r.bad("rope.dimension_count",
+    r.bad(Key::RopeDimensionCount,
           fmt::format("{} must be smaller than key_length_mla {}", hp.n_rot, hp.n_embd_head_k_mla));
   if (hp.n_embd_head_k != hp.kv_lora_rank + hp.n_rot && hp.n_mla_layers() > 0)
-    r.bad("attention.key_length", fmt::format("{} != kv_lora_rank {} + rope.dimension_count {}",
-                                              hp.n_embd_head_k, hp.kv_lora_rank, hp.n_rot));
-  if (hp.kv_lora_rank == 0) r.bad("attention.kv_lora_rank", "must be > 0");
-  if (hp.n_embd_head_v_mla == 0) r.bad("attention.value_length_mla", "must be > 0");
-  if (hp.kda_head_dim == 0) r.bad("kda.head_dim", "must be > 0");
-  if (hp.ssm_conv_kernel == 0) r.bad("ssm.conv_kernel", "must be > 0");
+    r.bad(Key::KeyLength, fmt::format("{} != kv_lora_rank {} + rope.dimension_count {}", hp.n_embd_head_k,
+                                      hp.kv_lora_rank, hp.n_rot));
+  if (hp.kv_lora_rank == 0) r.bad(Key::KvLoraRank, "must be > 0");
+  if (hp.n_embd_head_v_mla == 0) r.bad(Key::ValueLengthMla, "must be > 0");
+  if (hp.kda_head_dim == 0) r.bad(Key::KdaHeadDim, "must be > 0");
+  if (hp.ssm_conv_kernel == 0) r.bad(Key::SsmConvKernel, "must be > 0");
   if (hp.n_expert > kMaxExperts)
-    r.bad("expert_count", fmt::format("{} exceeds {}", hp.n_expert, kMaxExperts));
+    r.bad(Key::ExpertCount, fmt::format("{} exceeds {}", hp.n_expert, kMaxExperts));
   if (hp.has_moe()) {
-    if (hp.n_expert == 0) r.bad("expert_count", "MoE layers need experts");
+    if (hp.n_expert == 0) r.bad(Key::ExpertCount, "MoE layers need experts");
     if (hp.n_expert_used == 0 || hp.n_expert_used > hp.n_expert)
-      r.bad("expert_used_count",
+      r.bad(Key::ExpertUsedCount,
             fmt::format("{} is outside 1..expert_count {}", hp.n_expert_used, hp.n_expert));
-    if (hp.n_ff_exp == 0) r.bad("expert_feed_forward_length", "must be > 0");
+    if (hp.n_ff_exp == 0) r.bad(Key::ExpertFeedForwardLength, "must be > 0");
   }
-  if (hp.n_layer_dense_lead > 0 && hp.n_ff == 0) r.bad("feed_forward_length", "dense layers need a width");
-  if (n_group > 1) r.bad("expert_group_count", "group-limited routing is not used by K3 and not supported");
+  if (hp.n_layer_dense_lead > 0 && hp.n_ff == 0) r.bad(Key::FeedForwardLength, "dense layers need a width");
+  if (n_group > 1) r.bad(Key::ExpertGroupCount, "group-limited routing is not used by K3 and not supported");
   if (hp.expert_gating_func != kGatingSoftmax && hp.expert_gating_func != kGatingSigmoid)
-    r.bad("expert_gating_func",
+    r.bad(Key::ExpertGatingFunc,
           fmt::format("{} is not supported (1 softmax, 2 sigmoid)", hp.expert_gating_func));
-  if (!(hp.situ_beta != 0.0f)) r.bad("activation.situ_beta", "must be non-zero");
+  if (!(hp.situ_beta != 0.0f)) r.bad(Key::SituBeta, "must be non-zero");
   return hp;
 }
 

@@ -43,14 +43,14 @@ TEST(SynthRun, ShapesAndQuantMixesLoadAndRun) {
   cases.emplace_back("tiny", base);
   {
     auto c = base;
-    c.q_lora_rank = 0;           // plain attn_q
-    c.gate_lower_bound.reset();  // softplus gate
-    c.attn_res_block = 0;        // plain residual stream
+    c.q_lora_rank = 0;               // plain attn_q
+    c.kda_gate_lower_bound.reset();  // softplus gate
+    c.attn_res_block_size = 0;       // plain residual stream
     cases.emplace_back("noqlora-softplus-nores", c);
   }
   {
     auto c = base;
-    c.n_latent = 0;  // experts at n_embd (128: IQ types fall back)
+    c.n_embd_exp_latent = 0;  // experts at n_embd (128: IQ types fall back)
     c.n_expert_shared = 0;
     c.routed_norm = false;
     c.attn_gate = false;

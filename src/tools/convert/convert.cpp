@@ -178,18 +178,18 @@ class Planner {
 };
 
 void Planner::build() {
-  const int64_t E = c_.n_embd, V = c_.vocab_size;
+  const int64_t E = c_.n_embd, V = c_.n_vocab;
   plain("token_embd.weight", hf("model.embed_tokens.weight"), {V, E});
   plain("output_norm.weight", hf("model.norm.weight"), {E});
   plain("output.weight", hf("lm_head.weight"), {V, E});
-  if (c_.attn_res_block)
+  if (c_.attn_res_block_size)
     fused_score("output_res_score.weight", hf("model.output_attn_res_norm.weight"),
                 hf("model.output_attn_res_proj.weight"));
   for (uint32_t il = 0; il < c_.n_layer; ++il) {
     const std::string b = fmt::format("blk.{}.", il);
     plain(b + "attn_norm.weight", layer(il, "input_layernorm.weight"), {E});
     plain(b + "ffn_norm.weight", layer(il, "post_attention_layernorm.weight"), {E});
-    if (c_.attn_res_block) {
+    if (c_.attn_res_block_size) {
       fused_score(b + "attn_res_score.weight", layer(il, "self_attention_res_norm.weight"),
                   layer(il, "self_attention_res_proj.weight"));
       fused_score(b + "ffn_res_score.weight", layer(il, "mlp_res_norm.weight"),
@@ -197,7 +197,7 @@ void Planner::build() {
     }
     if (c_.is_mla[il]) mla_layer(il);
     else kda_layer(il);
-    if (il < c_.n_dense_lead) {
+    if (il < c_.n_layer_dense_lead) {
       const int64_t F = c_.n_ff;
       plain(b + "ffn_gate.weight", layer(il, "mlp.gate_proj.weight"), {F, E});
       plain(b + "ffn_up.weight", layer(il, "mlp.up_proj.weight"), {F, E});
@@ -209,7 +209,7 @@ void Planner::build() {
 }
 
 void Planner::kda_layer(uint32_t il) {
-  const int64_t E = c_.n_embd, H = c_.n_head, D = c_.kda_head_dim, Di = H * D, K = c_.conv_kernel;
+  const int64_t E = c_.n_embd, H = c_.n_head, D = c_.kda_head_dim, Di = H * D, K = c_.ssm_conv_kernel;
   const std::string b = fmt::format("blk.{}.", il);
   auto sa = [&](const char* n) { return layer(il, std::string("self_attn.") + n); };
   for (const char* x : {"q", "k", "v"}) {
@@ -253,8 +253,8 @@ void Planner::kda_layer(uint32_t il) {
 }
 
 void Planner::mla_layer(uint32_t il) {
-  const int64_t E = c_.n_embd, H = c_.n_head, Hkv = c_.n_head_kv_hf, C = c_.kv_lora_rank, R = c_.rope_dim,
-                N = c_.nope_dim, Vh = c_.v_head_dim;
+  const int64_t E = c_.n_embd, H = c_.n_head, Hkv = c_.n_head_kv_hf, C = c_.kv_lora_rank, R = c_.n_rot,
+                N = c_.qk_nope, Vh = c_.n_embd_head_v_mla;
   const std::string b = fmt::format("blk.{}.", il);
   auto sa = [&](const char* n) { return layer(il, std::string("self_attn.") + n); };
   if (find(sa("q_a_proj.weight"))) {
@@ -380,8 +380,9 @@ void Planner::experts(uint32_t il, const char* w, const char* gname, int64_t row
 }
 
 void Planner::moe(uint32_t il) {
-  const int64_t E = c_.n_embd, X = c_.n_expert, Fe = c_.expert_ff, L = c_.latent ? c_.latent : c_.n_embd,
-                Fs = c_.expert_ff * c_.n_shared;
+  const int64_t E = c_.n_embd, X = c_.n_expert, Fe = c_.n_ff_exp,
+                L = c_.n_embd_exp_latent ? c_.n_embd_exp_latent : c_.n_embd,
+                Fs = c_.n_ff_exp * c_.n_expert_shared;
   const std::string b = fmt::format("blk.{}.", il);
   auto m = [&](const std::string& n) { return layer(il, "block_sparse_moe." + n); };
   plain(b + "ffn_gate_inp.weight", m("gate.weight"), {X, E});
@@ -389,13 +390,13 @@ void Planner::moe(uint32_t il) {
   experts(il, "w1", "ffn_gate_exps.weight", Fe, L);
   experts(il, "w3", "ffn_up_exps.weight", Fe, L);
   experts(il, "w2", "ffn_down_exps.weight", L, Fe);
-  if (c_.latent) {
+  if (c_.n_embd_exp_latent) {
     plain(b + "ffn_routed_down.weight", m("routed_expert_down_proj.weight"), {L, E});
     plain(b + "ffn_routed_up.weight", m("routed_expert_up_proj.weight"), {E, L});
     if (find(m("routed_expert_norm.weight")))
       plain(b + "ffn_routed_norm.weight", m("routed_expert_norm.weight"), {L});
   }
-  if (c_.n_shared) {
+  if (c_.n_expert_shared) {
     plain(b + "ffn_gate_shexp.weight", m("shared_experts.gate_proj.weight"), {Fs, E});
     plain(b + "ffn_up_shexp.weight", m("shared_experts.up_proj.weight"), {Fs, E});
     plain(b + "ffn_down_shexp.weight", m("shared_experts.down_proj.weight"), {E, Fs});
@@ -491,7 +492,7 @@ ConvertResult convert_hf(const ConvertOptions& opt) {
 
   HfTokenizerInput ti;
   ti.dir = opt.hf_dir;
-  ti.vocab_size = cfg.vocab_size;
+  ti.vocab_size = cfg.n_vocab;
   ti.config_eos = cfg.eos_token_id;
   ti.chat_template_file = opt.chat_template_file;
   HfTokenizerResult tok = hf_tokenizer_kvs(ti);

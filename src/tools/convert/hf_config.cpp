@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/read_file.h"
 #include "model/hparams.h"
+#include "model/schema.h"
 
 namespace k3::tools {
 
@@ -80,7 +81,7 @@ K3HfConfig parse_k3_config(const std::string& text, const std::string& name) {
   c.n_layer = r.u32("num_hidden_layers");
   if (c.n_layer == 0 || c.n_layer > 512)
     fail("{}: num_hidden_layers {} out of range 1..512", name, c.n_layer);
-  c.n_ctx = r.u32("max_position_embeddings");
+  c.n_ctx_train = r.u32("max_position_embeddings");
   c.n_embd = r.u32("hidden_size");
   c.n_ff = r.u32("intermediate_size");
   c.n_head = r.u32("num_attention_heads");
@@ -102,38 +103,38 @@ K3HfConfig parse_k3_config(const std::string& text, const std::string& name) {
       fail("{}: full_attn_layers entry {} is outside 1..{} (the list is 1-indexed)", lname, one, c.n_layer);
     c.is_mla[one - 1] = true;
   }
-  c.conv_kernel = l.u32("short_conv_kernel_size");
+  c.ssm_conv_kernel = l.u32("short_conv_kernel_size");
   c.kda_head_dim = l.u32("head_dim");
-  if (l.find("gate_lower_bound")) c.gate_lower_bound = l.f32("gate_lower_bound");
+  if (l.find("gate_lower_bound")) c.kda_gate_lower_bound = l.f32("gate_lower_bound");
   if (l.find("num_heads") && l.u32("num_heads") != c.n_head)
     fail("{}: num_heads {} differs from num_attention_heads {} (K3 uses one head count)", lname,
          l.u32("num_heads"), c.n_head);
 
   c.q_lora_rank = r.u32("q_lora_rank", 0u);
   c.kv_lora_rank = r.u32("kv_lora_rank");
-  c.rope_dim = r.u32("qk_rope_head_dim");
-  c.nope_dim = r.u32("qk_nope_head_dim");
-  c.v_head_dim = r.u32("v_head_dim");
+  c.n_rot = r.u32("qk_rope_head_dim");
+  c.qk_nope = r.u32("qk_nope_head_dim");
+  c.n_embd_head_v_mla = r.u32("v_head_dim");
   if (!r.boolean("mla_use_nope", true))
     fail("{}: mla_use_nope = false is not Kimi-K3 (K3 MLA has no RoPE)", name);
   c.n_expert = r.u32("num_experts");
   c.n_expert_used = r.u32("num_experts_per_token");
-  c.expert_ff = r.u32("moe_intermediate_size");
-  c.n_shared = r.u32("num_shared_experts");
-  c.n_dense_lead = r.u32("first_k_dense_replace");
-  c.routed_scale = r.f32("routed_scaling_factor", 1.0f);
-  c.renormalize = r.boolean("moe_renormalize", false);
+  c.n_ff_exp = r.u32("moe_intermediate_size");
+  c.n_expert_shared = r.u32("num_shared_experts");
+  c.n_layer_dense_lead = r.u32("first_k_dense_replace");
+  c.expert_weights_scale = r.f32("routed_scaling_factor", 1.0f);
+  c.expert_weights_norm = r.boolean("moe_renormalize", false);
   const std::string act = r.str("moe_router_activation_func", "sigmoid");
   if (act != "sigmoid")
     fail("{}: moe_router_activation_func '{}' is not supported (K3 uses sigmoid)", name, act);
   const std::string hact = r.str("hidden_act", "situ");
   if (hact != "situ") fail("{}: hidden_act '{}' is not Kimi-K3's 'situ'", name, hact);
-  c.latent = r.u32("routed_expert_hidden_size", 0u);
+  c.n_embd_exp_latent = r.u32("routed_expert_hidden_size", 0u);
   c.situ_beta = r.f32("activation_situ_beta");
   c.situ_linear_beta = r.f32("activation_situ_linear_beta");
-  c.attn_res_block = r.u32("attn_res_block_size");
+  c.attn_res_block_size = r.u32("attn_res_block_size");
   c.rms_eps = r.f32("rms_norm_eps");
-  c.vocab_size = r.u32("vocab_size");
+  c.n_vocab = r.u32("vocab_size");
   if (const json* e = r.find("eos_token_id")) {
     if (e->is_array() && !e->empty()) e = &(*e)[0];
     if (!e->is_number_integer()) fail("{}: eos_token_id must be an integer", name);
@@ -155,43 +156,55 @@ K3HfConfig read_k3_config(const std::string& path) {
   return parse_k3_config(text, path);
 }
 
+model::HParams k3_hparams(const K3HfConfig& c) {
+  model::HParams hp;
+  hp.n_vocab = c.n_vocab;
+  hp.n_ctx_train = c.n_ctx_train;
+  hp.n_embd = c.n_embd;
+  hp.n_layer = c.n_layer;
+  hp.n_ff = c.n_ff;
+  hp.n_head = c.n_head;
+  // head_count_kv marks the layer kind: 1 for MLA (one latent KV head), 0 for KDA.
+  for (uint32_t il = 0; il < c.n_layer; ++il) {
+    hp.n_head_kv.push_back(c.is_mla[il] ? 1 : 0);
+    hp.kind.push_back(c.is_mla[il] ? model::LayerKind::MLA : model::LayerKind::KDA);
+  }
+  hp.rms_eps = c.rms_eps;
+  hp.n_embd_head_k = c.kv_lora_rank + c.n_rot;
+  hp.n_rot = c.n_rot;
+  hp.n_embd_head_k_mla = c.qk_nope + c.n_rot;
+  hp.n_embd_head_v_mla = c.n_embd_head_v_mla;
+  hp.q_lora_rank = c.q_lora_rank;
+  hp.kv_lora_rank = c.kv_lora_rank;
+  hp.ssm_conv_kernel = c.ssm_conv_kernel;
+  hp.kda_head_dim = c.kda_head_dim;
+  hp.kda_gate_lower_bound = c.kda_gate_lower_bound;
+  hp.n_expert = c.n_expert;
+  hp.n_expert_used = c.n_expert_used;
+  hp.n_ff_exp = c.n_ff_exp;
+  hp.n_expert_shared = c.n_expert_shared;
+  hp.n_layer_dense_lead = c.n_layer_dense_lead;
+  hp.expert_weights_scale = c.expert_weights_scale;
+  hp.expert_weights_norm = c.expert_weights_norm;
+  hp.expert_gating_func = model::kGatingSigmoid;  // (checked above)
+  hp.n_embd_exp_latent = c.n_embd_exp_latent;
+  hp.attn_res_block_size = c.attn_res_block_size;
+  hp.situ_beta = c.situ_beta;
+  hp.situ_linear_beta = c.situ_linear_beta;
+  return hp;
+}
+
 std::vector<std::pair<std::string, gguf::Value>> k3_model_kvs(const K3HfConfig& c) {
-  using gguf::Value;
-  std::vector<std::pair<std::string, Value>> kv;
-  auto add = [&](const char* k, Value v) { kv.emplace_back(fmt::format("kimi-k3.{}", k), std::move(v)); };
-  std::vector<int32_t> hkv(c.n_layer);
-  for (uint32_t i = 0; i < c.n_layer; ++i) hkv[i] = c.is_mla[i] ? 1 : 0;
-  add("vocab_size", Value::u32(c.vocab_size));
-  add("context_length", Value::u32(c.n_ctx));
-  add("embedding_length", Value::u32(c.n_embd));
-  add("block_count", Value::u32(c.n_layer));
-  add("feed_forward_length", Value::u32(c.n_ff));
-  add("attention.head_count", Value::u32(c.n_head));
-  add("attention.head_count_kv", Value::array_i32(hkv));
-  add("attention.layer_norm_rms_epsilon", Value::f32(c.rms_eps));
-  add("expert_count", Value::u32(c.n_expert));
-  add("expert_used_count", Value::u32(c.n_expert_used));
-  add("ssm.conv_kernel", Value::u32(c.conv_kernel));
-  add("kda.head_dim", Value::u32(c.kda_head_dim));
-  if (c.gate_lower_bound) add("kda.gate_lower_bound", Value::f32(*c.gate_lower_bound));
-  if (c.q_lora_rank) add("attention.q_lora_rank", Value::u32(c.q_lora_rank));
-  add("attention.kv_lora_rank", Value::u32(c.kv_lora_rank));
-  add("rope.dimension_count", Value::u32(c.rope_dim));
-  add("attention.key_length", Value::u32(c.kv_lora_rank + c.rope_dim));
-  add("attention.value_length", Value::u32(c.kv_lora_rank));
-  add("attention.key_length_mla", Value::u32(c.nope_dim + c.rope_dim));
-  add("attention.value_length_mla", Value::u32(c.v_head_dim));
-  add("expert_feed_forward_length", Value::u32(c.expert_ff));
-  add("expert_shared_count", Value::u32(c.n_shared));
-  add("leading_dense_block_count", Value::u32(c.n_dense_lead));
-  add("expert_weights_scale", Value::f32(c.routed_scale));
-  add("expert_weights_norm", Value::boolean(c.renormalize));
-  add("expert_gating_func", Value::u32(model::kGatingSigmoid));  // (checked above)
-  add("expert_latent_length", Value::u32(c.latent));
-  add("activation.situ_beta", Value::f32(c.situ_beta));
-  add("activation.situ_linear_beta", Value::f32(c.situ_linear_beta));
-  add("attn_res.block_size", Value::u32(c.attn_res_block));
-  if (c.rope_theta) add("rope.freq_base", Value::f32(*c.rope_theta));
+  namespace schema = model::schema;
+  auto kv = schema::hparams_kvs(k3_hparams(c));
+  // The reference converter writes q_lora_rank only when the config sets one; the loader
+  // reads its absence as 0.
+  if (!c.q_lora_rank) {
+    const std::string q = schema::key_name(schema::Key::QLoraRank);
+    std::erase_if(kv, [&](const auto& e) { return e.first == q; });
+  }
+  if (c.rope_theta)
+    kv.emplace_back(schema::key_name(schema::Key::RopeFreqBase), gguf::Value::f32(*c.rope_theta));
   return kv;
 }
 

@@ -14,25 +14,27 @@
 #include <vector>
 
 #include "gguf/value.h"
+#include "model/hparams.h"
 
 namespace k3::tools {
 
+// The fields carry model::HParams' names (the kimi-k3.* key each becomes is in model/schema.h).
 struct K3HfConfig {
   std::string tensor_prefix;  // "language_model." when the text model is nested
-  uint32_t n_layer = 0, n_ctx = 0, n_embd = 0, n_ff = 0, n_head = 0, n_head_kv_hf = 0;
+  uint32_t n_layer = 0, n_ctx_train = 0, n_embd = 0, n_ff = 0, n_head = 0, n_head_kv_hf = 0;
   std::vector<bool> is_mla;  // per 0-indexed layer: (il+1) in full_attn_layers
-  uint32_t conv_kernel = 0, kda_head_dim = 0;
-  std::optional<float> gate_lower_bound;
+  uint32_t ssm_conv_kernel = 0, kda_head_dim = 0;
+  std::optional<float> kda_gate_lower_bound;
   uint32_t q_lora_rank = 0;  // 0: no q-LoRA (MLA layers use q_proj)
-  uint32_t kv_lora_rank = 0, rope_dim = 0, nope_dim = 0, v_head_dim = 0;
-  uint32_t n_expert = 0, n_expert_used = 0, expert_ff = 0, n_shared = 0, n_dense_lead = 0;
-  float routed_scale = 1.0f;
-  bool renormalize = false;
-  uint32_t latent = 0;
+  uint32_t kv_lora_rank = 0, n_rot = 0, qk_nope = 0, n_embd_head_v_mla = 0;
+  uint32_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0, n_expert_shared = 0, n_layer_dense_lead = 0;
+  float expert_weights_scale = 1.0f;
+  bool expert_weights_norm = false;
+  uint32_t n_embd_exp_latent = 0;
   float situ_beta = 0, situ_linear_beta = 0;
-  uint32_t attn_res_block = 0;
+  uint32_t attn_res_block_size = 0;
   float rms_eps = 0;
-  uint32_t vocab_size = 0;
+  uint32_t n_vocab = 0;
   std::optional<int64_t> eos_token_id, bos_token_id;
   std::optional<float> rope_theta;
 };
@@ -40,6 +42,8 @@ struct K3HfConfig {
 K3HfConfig read_k3_config(const std::string& config_json_path);
 K3HfConfig parse_k3_config(const std::string& json_text, const std::string& name);
 
+// The hyperparameters the converted file will load with.
+model::HParams k3_hparams(const K3HfConfig& c);
 std::vector<std::pair<std::string, gguf::Value>> k3_model_kvs(const K3HfConfig& c);
 
 }  // namespace k3::tools

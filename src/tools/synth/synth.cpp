@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "gguf/writer.h"
 #include "model/hparams.h"
+#include "model/schema.h"
 #include "tools/synth/synth_blocks.h"
 #include "tools/synth/synth_vocab.h"
 
@@ -63,14 +64,14 @@ SynthConfig full_k3() {
   c.kv_lora_rank = 512;
   c.n_rot = 64;
   c.qk_nope = 128;
-  c.v_head_dim = 128;
+  c.n_embd_head_v_mla = 128;
   c.n_ff = 33792;
   c.n_expert = 896;
   c.n_expert_used = 16;
   c.n_ff_exp = 3072;
   c.n_expert_shared = 2;
-  c.n_latent = 3584;
-  c.attn_res_block = 12;
+  c.n_embd_exp_latent = 3584;
+  c.attn_res_block_size = 12;
   c.mla_every = 4;
   c.mla_last = true;
   c.rules = k3_recipe();
@@ -103,14 +104,14 @@ SynthConfig synth_preset(std::string_view name) {
     c.kv_lora_rank = 512;
     c.n_rot = 64;
     c.qk_nope = 128;
-    c.v_head_dim = 128;
+    c.n_embd_head_v_mla = 128;
     c.n_ff = 8192;
     c.n_expert = 256;
     c.n_expert_used = 8;
     c.n_ff_exp = 768;
     c.n_expert_shared = 2;
-    c.n_latent = 1024;
-    c.attn_res_block = 12;
+    c.n_embd_exp_latent = 1024;
+    c.attn_res_block_size = 12;
     c.mla_every = 4;
     c.mla_last = false;
     c.rules = k3_recipe();
@@ -167,10 +168,10 @@ void validate(const SynthConfig& c) {
   need(c.n_vocab > 0, "vocab must be > 0");
   need(c.n_head > 0, "n_head must be > 0");
   need(c.kda_head_dim > 0, "kda head_dim must be > 0");
-  need(c.conv_kernel >= 1, "conv kernel must be >= 1");
+  need(c.ssm_conv_kernel >= 1, "conv kernel must be >= 1");
   need(c.kv_lora_rank > 0, "kv_lora_rank must be > 0");
   need(c.qk_nope + c.n_rot > 0, "qk_nope + n_rot must be > 0");
-  need(c.v_head_dim > 0, "v_head_dim must be > 0");
+  need(c.n_embd_head_v_mla > 0, "v_head_dim must be > 0");
   need(c.n_layer_dense_lead <= c.n_layer, "leading dense layers must be <= n_layer");
   need(c.n_layer_dense_lead == 0 || c.n_ff > 0, "n_ff must be > 0 when there is a dense layer");
   bool has_moe = c.n_layer_dense_lead < c.n_layer;
@@ -237,13 +238,51 @@ struct Planner {
 
 }  // namespace
 
+model::HParams synth_hparams(const SynthConfig& c) {
+  model::HParams hp;
+  hp.n_vocab = c.n_vocab;
+  hp.n_ctx_train = c.n_ctx_train;
+  hp.n_embd = c.n_embd;
+  hp.n_layer = c.n_layer;
+  hp.n_ff = c.n_ff;
+  hp.n_head = c.n_head;
+  // head_count_kv marks the layer kind: 1 for MLA (one latent KV head), 0 for KDA.
+  for (bool mla : synth_mla_map(c)) {
+    hp.n_head_kv.push_back(mla ? 1 : 0);
+    hp.kind.push_back(mla ? model::LayerKind::MLA : model::LayerKind::KDA);
+  }
+  hp.rms_eps = c.rms_eps;
+  hp.n_embd_head_k = c.kv_lora_rank + c.n_rot;
+  hp.n_rot = c.n_rot;
+  hp.n_embd_head_k_mla = c.qk_nope + c.n_rot;
+  hp.n_embd_head_v_mla = c.n_embd_head_v_mla;
+  hp.q_lora_rank = c.q_lora_rank;
+  hp.kv_lora_rank = c.kv_lora_rank;
+  hp.ssm_conv_kernel = c.ssm_conv_kernel;
+  hp.kda_head_dim = c.kda_head_dim;
+  hp.kda_gate_lower_bound = c.kda_gate_lower_bound;
+  hp.n_expert = c.n_expert;
+  hp.n_expert_used = c.n_expert_used;
+  hp.n_ff_exp = c.n_ff_exp;
+  hp.n_expert_shared = c.n_expert_shared;
+  hp.n_layer_dense_lead = c.n_layer_dense_lead;
+  hp.expert_weights_scale = c.expert_weights_scale;
+  hp.expert_weights_norm = c.expert_weights_norm;
+  hp.expert_gating_func = model::kGatingSigmoid;
+  hp.n_embd_exp_latent = c.n_embd_exp_latent;
+  hp.attn_res_block_size = c.attn_res_block_size;
+  hp.situ_beta = c.situ_beta;
+  hp.situ_linear_beta = c.situ_linear_beta;
+  return hp;
+}
+
 std::vector<SynthTensor> synth_plan(const SynthConfig& c) {
   validate(c);
   const auto mla = synth_mla_map(c);
-  const int64_t E = c.n_embd, H = c.n_head, D = c.kda_head_dim, Di = H * D, K = c.conv_kernel;
-  const int64_t Q = c.q_lora_rank, C = c.kv_lora_rank, R = c.n_rot, N = c.qk_nope, Vh = c.v_head_dim;
+  const int64_t E = c.n_embd, H = c.n_head, D = c.kda_head_dim, Di = H * D, K = c.ssm_conv_kernel;
+  const int64_t Q = c.q_lora_rank, C = c.kv_lora_rank, R = c.n_rot, N = c.qk_nope, Vh = c.n_embd_head_v_mla;
   const int64_t F = c.n_ff, Fe = c.n_ff_exp, X = c.n_expert, Fs = Fe * c.n_expert_shared;
-  const int64_t L = c.n_latent ? c.n_latent : E, V = c.n_vocab;
+  const int64_t L = c.n_embd_exp_latent ? c.n_embd_exp_latent : E, V = c.n_vocab;
   // Residual-branch outputs are scaled down by 1/sqrt(2·n_layer) (GPT-2 style) so the random
   // network stays well conditioned, as in the golden small-* models.
   const float res = 1.0f / std::sqrt(2.0f * static_cast<float>(c.n_layer));
@@ -255,7 +294,7 @@ std::vector<SynthTensor> synth_plan(const SynthConfig& c) {
   for (uint32_t il = 0; il < c.n_layer; ++il) {
     const std::string b = fmt::format("blk.{}.", il);
     p.add(b + "attn_norm.weight", {E}, I::Norm);
-    if (c.attn_res_block) p.add(b + "attn_res_score.weight", {E}, I::Small, 0.03f);
+    if (c.attn_res_block_size) p.add(b + "attn_res_score.weight", {E}, I::Small, 0.03f);
     if (mla[il]) {
       if (Q) {
         p.add(b + "attn_q_a.weight", {E, Q}, I::Matrix);
@@ -284,7 +323,7 @@ std::vector<SynthTensor> synth_plan(const SynthConfig& c) {
       p.add(b + "attn_output.weight", {Di, E}, I::Matrix, fan(Di) * res);
     }
     p.add(b + "ffn_norm.weight", {E}, I::Norm);
-    if (c.attn_res_block) p.add(b + "ffn_res_score.weight", {E}, I::Small, 0.03f);
+    if (c.attn_res_block_size) p.add(b + "ffn_res_score.weight", {E}, I::Small, 0.03f);
     if (il < c.n_layer_dense_lead) {
       p.add(b + "ffn_gate.weight", {E, F}, I::Matrix);
       p.add(b + "ffn_up.weight", {E, F}, I::Matrix);
@@ -295,7 +334,7 @@ std::vector<SynthTensor> synth_plan(const SynthConfig& c) {
       p.add(b + "ffn_gate_exps.weight", {L, Fe, X}, I::Matrix);
       p.add(b + "ffn_up_exps.weight", {L, Fe, X}, I::Matrix);
       p.add(b + "ffn_down_exps.weight", {Fe, L, X}, I::Matrix);
-      if (c.n_latent) {
+      if (c.n_embd_exp_latent) {
         p.add(b + "ffn_routed_down.weight", {E, L}, I::Matrix);
         p.add(b + "ffn_routed_up.weight", {L, E}, I::Matrix, fan(L) * res);
       }
@@ -308,7 +347,7 @@ std::vector<SynthTensor> synth_plan(const SynthConfig& c) {
     }
   }
   p.add("output_norm.weight", {E}, I::Norm);
-  if (c.attn_res_block) p.add("output_res_score.weight", {E}, I::Small, 0.03f);
+  if (c.attn_res_block_size) p.add("output_res_score.weight", {E}, I::Small, 0.03f);
   p.add("output.weight", {E, V}, I::Matrix);
   if (p.fallbacks)
     log::info(
@@ -322,45 +361,11 @@ std::vector<std::pair<std::string, gguf::Value>> synth_metadata(const SynthConfi
   validate(c);
   using gguf::Value;
   std::vector<std::pair<std::string, Value>> kv;
-  auto k = [&](const char* key, Value v) { kv.emplace_back(fmt::format("kimi-k3.{}", key), std::move(v)); };
-  const auto mla = synth_mla_map(c);
-  std::vector<int32_t> head_kv(c.n_layer);
-  for (uint32_t il = 0; il < c.n_layer; ++il) head_kv[il] = mla[il] ? 1 : 0;
-
-  kv.emplace_back("general.architecture", Value::string("kimi-k3"));
+  kv.emplace_back("general.architecture", Value::string(std::string(model::schema::kArch)));
   kv.emplace_back("general.name", Value::string("kimi-k3-synth-" + c.name));
   kv.emplace_back("general.description",
                   Value::string(fmt::format("random weights written by k3 synth (seed {})", c.seed)));
-  k("vocab_size", Value::u32(c.n_vocab));
-  k("context_length", Value::u32(c.n_ctx_train));
-  k("embedding_length", Value::u32(c.n_embd));
-  k("block_count", Value::u32(c.n_layer));
-  k("feed_forward_length", Value::u32(c.n_ff));
-  k("attention.head_count", Value::u32(c.n_head));
-  k("attention.head_count_kv", Value::array_i32(head_kv));
-  k("attention.layer_norm_rms_epsilon", Value::f32(c.rms_eps));
-  k("expert_count", Value::u32(c.n_expert));
-  k("expert_used_count", Value::u32(c.n_expert_used));
-  k("ssm.conv_kernel", Value::u32(c.conv_kernel));
-  k("kda.head_dim", Value::u32(c.kda_head_dim));
-  if (c.gate_lower_bound) k("kda.gate_lower_bound", Value::f32(*c.gate_lower_bound));
-  k("attention.q_lora_rank", Value::u32(c.q_lora_rank));
-  k("attention.kv_lora_rank", Value::u32(c.kv_lora_rank));
-  k("rope.dimension_count", Value::u32(c.n_rot));
-  k("attention.key_length", Value::u32(c.kv_lora_rank + c.n_rot));
-  k("attention.value_length", Value::u32(c.kv_lora_rank));
-  k("attention.key_length_mla", Value::u32(c.qk_nope + c.n_rot));
-  k("attention.value_length_mla", Value::u32(c.v_head_dim));
-  k("expert_feed_forward_length", Value::u32(c.n_ff_exp));
-  k("expert_shared_count", Value::u32(c.n_expert_shared));
-  k("leading_dense_block_count", Value::u32(c.n_layer_dense_lead));
-  k("expert_weights_scale", Value::f32(c.expert_weights_scale));
-  k("expert_weights_norm", Value::boolean(c.expert_weights_norm));
-  k("expert_gating_func", Value::u32(model::kGatingSigmoid));
-  k("expert_latent_length", Value::u32(c.n_latent));
-  k("activation.situ_beta", Value::f32(c.situ_beta));
-  k("activation.situ_linear_beta", Value::f32(c.situ_linear_beta));
-  k("attn_res.block_size", Value::u32(c.attn_res_block));
+  for (auto& key : model::schema::hparams_kvs(synth_hparams(c))) kv.push_back(std::move(key));
   append_synth_vocab(c.n_vocab, kv);
   kv.emplace_back("general.quantization_version", Value::u32(2));
   // llama.cpp's ftype numbering for the trunk type, where one exists.

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gguf/value.h"
+#include "model/hparams.h"
 #include "quant/types.h"
 
 namespace k3::tools {
@@ -37,29 +38,29 @@ struct SynthConfig {
   uint64_t seed = 1;
 
   // Shape (kimi-k3.* key names, as in docs/MODEL.md, in comments).
-  uint32_t n_vocab = 272;                         // token list size; >= 272 gets a byte-level vocabulary
-  uint32_t n_ctx_train = 4096;                    // context_length
-  uint32_t n_embd = 128;                          // embedding_length
-  uint32_t n_layer = 4;                           // block_count
-  uint32_t n_head = 4;                            // attention.head_count (MLA and KDA heads)
-  uint32_t kda_head_dim = 32;                     // kda.head_dim
-  uint32_t conv_kernel = 4;                       // ssm.conv_kernel
-  std::optional<float> gate_lower_bound = -5.0f;  // absent: softplus gate
-  uint32_t q_lora_rank = 64;                      // 0: plain attn_q instead of the q-LoRA pair
-  uint32_t kv_lora_rank = 64;                     // C
-  uint32_t n_rot = 32;                            // R (the un-rotated "pe" dims)
-  uint32_t qk_nope = 32;                          // N
-  uint32_t v_head_dim = 32;                       // Vh
-  uint32_t n_ff = 256;                            // dense FFN width
-  uint32_t n_layer_dense_lead = 1;                // leading_dense_block_count
+  uint32_t n_vocab = 272;                             // token list size; >= 272 gets a byte-level vocabulary
+  uint32_t n_ctx_train = 4096;                        // context_length
+  uint32_t n_embd = 128;                              // embedding_length
+  uint32_t n_layer = 4;                               // block_count
+  uint32_t n_head = 4;                                // attention.head_count (MLA and KDA heads)
+  uint32_t kda_head_dim = 32;                         // kda.head_dim
+  uint32_t ssm_conv_kernel = 4;                       // ssm.conv_kernel
+  std::optional<float> kda_gate_lower_bound = -5.0f;  // absent: softplus gate
+  uint32_t q_lora_rank = 64;                          // 0: plain attn_q instead of the q-LoRA pair
+  uint32_t kv_lora_rank = 64;                         // C
+  uint32_t n_rot = 32;                                // R (the un-rotated "pe" dims)
+  uint32_t qk_nope = 32;                              // N
+  uint32_t n_embd_head_v_mla = 32;                    // Vh
+  uint32_t n_ff = 256;                                // dense FFN width
+  uint32_t n_layer_dense_lead = 1;                    // leading_dense_block_count
   uint32_t n_expert = 4;
   uint32_t n_expert_used = 2;
   uint32_t n_ff_exp = 256;
-  uint32_t n_expert_shared = 1;  // 0: no shared-expert tensors
-  uint32_t n_latent = 256;       // expert_latent_length; 0: experts at n_embd
-  bool routed_norm = true;       // ffn_routed_norm present
-  bool attn_gate = true;         // MLA attn_gate present
-  uint32_t attn_res_block = 2;   // attn_res.block_size; 0 disables AttnRes
+  uint32_t n_expert_shared = 1;      // 0: no shared-expert tensors
+  uint32_t n_embd_exp_latent = 256;  // expert_latent_length; 0: experts at n_embd
+  bool routed_norm = true;           // ffn_routed_norm present
+  bool attn_gate = true;             // MLA attn_gate present
+  uint32_t attn_res_block_size = 2;  // attn_res.block_size; 0 disables AttnRes
   float rms_eps = 1e-5f;
   float situ_beta = 4.0f, situ_linear_beta = 25.0f;
   float expert_weights_scale = 1.0f;
@@ -109,6 +110,9 @@ struct SynthTensor {
 
 // Validates the config and lists every tensor, in file order.
 std::vector<SynthTensor> synth_plan(const SynthConfig& cfg);
+// The hyperparameters a config describes, as the loader will read them back (the model keys
+// are written from these through model/schema.h).
+model::HParams synth_hparams(const SynthConfig& cfg);
 // Every KV of the file, in file order (without split.* keys).
 std::vector<std::pair<std::string, gguf::Value>> synth_metadata(const SynthConfig& cfg);
 

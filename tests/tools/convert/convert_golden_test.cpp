@@ -211,8 +211,8 @@ TEST(ConvertGolden, DISABLED_ThroughputFromEnv) {
     tools::SynthConfig sc;
     sc.name = "convert-bench";
     sc.n_embd = 1024, sc.n_layer = 6, sc.n_head = 8, sc.kda_head_dim = 128;
-    sc.q_lora_rank = 256, sc.kv_lora_rank = 256, sc.n_rot = 64, sc.qk_nope = 64, sc.v_head_dim = 64;
-    sc.n_ff = 2048, sc.n_expert = 32, sc.n_expert_used = 4, sc.n_ff_exp = 512, sc.n_latent = 512;
+    sc.q_lora_rank = 256, sc.kv_lora_rank = 256, sc.n_rot = 64, sc.qk_nope = 64, sc.n_embd_head_v_mla = 64;
+    sc.n_ff = 2048, sc.n_expert = 32, sc.n_expert_used = 4, sc.n_ff_exp = 512, sc.n_embd_exp_latent = 512;
     sc.trunk_type = quant::Type::BF16;
     sc.rules.push_back(tools::parse_type_rule("ffn_.*_exps=mxfp4"));
     tools::write_synth(src, sc);

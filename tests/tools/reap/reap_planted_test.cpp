@@ -86,7 +86,7 @@ TEST(ReapPlanted, ReapFindsTheWeakExperts) {
   cfg.n_expert = kExperts;
   cfg.n_expert_used = kUsed;
   cfg.n_ff_exp = 64;
-  cfg.n_latent = 64;
+  cfg.n_embd_exp_latent = 64;
   cfg.trunk_type = quant::Type::F32;
   // No ffn_routed_norm: with it, the routed sum is RMS-normalised per token and an expert's
   // scale stops mattering (docs/reap.md, "K3's routed norm").
