@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "gguf/file.h"
 #include "model/hparams.h"
+#include "model/schema.h"
 #include "quant/types.h"
 
 namespace k3::model {
@@ -20,10 +21,11 @@ class MappedExpertSource final : public ExpertSource {
  public:
   MappedExpertSource(const gguf::GgufFile& f, const HParams& hp) {
     layers_.resize(hp.n_layer);
-    const int64_t L = hp.expert_in(), Fe = hp.n_ff_exp, X = hp.n_expert;
     for (uint32_t il = hp.n_layer_dense_lead; il < hp.n_layer; ++il) {
-      auto bind = [&](const char* what, int64_t in, int64_t out) {
-        const std::string name = fmt::format("blk.{}.{}", il, what);
+      auto bind = [&](schema::Tensor kind) {
+        const std::vector<int64_t> ne = schema::tensor_shape(kind, hp);  // [in, out, X]
+        const int64_t in = ne[0], out = ne[1], X = ne[2];
+        const std::string name = schema::tensor_name(kind, il);
         const gguf::TensorInfo* t = f.tensor(name);
         if (!t) fail("{}: missing tensor '{}' (expected shape [{}, {}, {}])", f.path(), name, in, out, X);
         if (t->dim(0) != in || t->dim(1) != out || t->dim(2) != X || t->dim(3) != 1)
@@ -40,9 +42,9 @@ class MappedExpertSource final : public ExpertSource {
         v.row_stride = quant::row_bytes(t->type, in);
         return v;
       };
-      layers_[il].gate = bind("ffn_gate_exps.weight", L, Fe);
-      layers_[il].up = bind("ffn_up_exps.weight", L, Fe);
-      layers_[il].down = bind("ffn_down_exps.weight", Fe, L);
+      layers_[il].gate = bind(schema::Tensor::ExpGate);
+      layers_[il].up = bind(schema::Tensor::ExpUp);
+      layers_[il].down = bind(schema::Tensor::ExpDown);
     }
   }
 

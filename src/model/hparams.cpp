@@ -169,7 +169,7 @@ HParams load_hparams(const gguf::GgufFile& f) {
     hp.n_vocab = static_cast<uint32_t>(toks->size());
   } else if (const gguf::Value* vs = r.find(Key::VocabSize); vs && vs->is_integer()) {
     hp.n_vocab = static_cast<uint32_t>(vs->as_uint());
-  } else if (const auto* te = f.tensor("token_embd.weight"); te) {
+  } else if (const auto* te = f.tensor(schema::tensor_name(schema::Tensor::TokenEmbd)); te) {
     hp.n_vocab = static_cast<uint32_t>(te->dim(1));
   }
   if (hp.n_vocab == 0) fail("{}: cannot determine the vocabulary size", f.path());

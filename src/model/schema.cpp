@@ -56,7 +56,138 @@ constexpr bool keys_in_enum_order() {
 }
 static_assert(keys_in_enum_order(), "kKeys is indexed by Key");
 
+// The letters of model/weights.h.
+struct Letters {
+  int64_t E, V, H, D, Di, K, Q, C, R, N, Vh, F, X, L, Fe, Fs;
+  explicit Letters(const HParams& h)
+      : E(h.n_embd),
+        V(h.n_vocab),
+        H(h.n_head),
+        D(h.kda_head_dim),
+        Di(h.kda_inner()),
+        K(h.ssm_conv_kernel),
+        Q(h.q_lora_rank),
+        C(h.kv_lora_rank),
+        R(h.n_rot),
+        N(h.qk_nope()),
+        Vh(h.n_embd_head_v_mla),
+        F(h.n_ff),
+        X(h.n_expert),
+        L(h.expert_in()),
+        Fe(h.n_ff_exp),
+        Fs(h.n_ff_shexp()) {}
+};
+
+using Shape = std::vector<int64_t> (*)(const Letters&);
+using P = Part;
+using W = When;
+
+struct TensorRow {
+  TensorKind kind;
+  Shape shape;
+};
+
+// clang-format off
+const TensorRow kTensors[] = {
+    {{Tensor::TokenEmbd, "token_embd.weight", P::Global, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.E, d.V}; }},
+    {{Tensor::OutputNorm, "output_norm.weight", P::Global, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.E}; }},
+    {{Tensor::Output, "output.weight", P::Global, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.E, d.V}; }},
+    {{Tensor::OutputResScore, "output_res_score.weight", P::Global, W::AttnRes, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.E}; }},
+    {{Tensor::AttnNorm, "attn_norm.weight", P::Layer, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.E}; }},
+    {{Tensor::AttnResScore, "attn_res_score.weight", P::Layer, W::AttnRes, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.E}; }},
+    {{Tensor::FfnNorm, "ffn_norm.weight", P::Layer, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.E}; }},
+    {{Tensor::FfnResScore, "ffn_res_score.weight", P::Layer, W::AttnRes, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.E}; }},
+    // KDA
+    {{Tensor::KdaQ, "attn_q.weight", P::Kda, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.E, d.Di}; }},
+    {{Tensor::KdaK, "attn_k.weight", P::Kda, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.E, d.Di}; }},
+    {{Tensor::KdaV, "attn_v.weight", P::Kda, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.E, d.Di}; }},
+    {{Tensor::KdaConvQ, "ssm_conv1d_q.weight", P::Kda, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.K, 1, d.Di}; }},
+    {{Tensor::KdaConvK, "ssm_conv1d_k.weight", P::Kda, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.K, 1, d.Di}; }},
+    {{Tensor::KdaConvV, "ssm_conv1d_v.weight", P::Kda, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.K, 1, d.Di}; }},
+    {{Tensor::KdaFA, "ssm_f_a.weight", P::Kda, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.E, d.D}; }},
+    {{Tensor::KdaFB, "ssm_f_b.weight", P::Kda, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.D, d.Di}; }},
+    {{Tensor::KdaDtBias, "ssm_dt.bias", P::Kda, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.Di}; }},
+    {{Tensor::KdaA, "ssm_a", P::Kda, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.H}; }},
+    {{Tensor::KdaBeta, "ssm_beta.weight", P::Kda, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.E, d.H}; }},
+    {{Tensor::KdaG, "ssm_g.weight", P::Kda, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.E, d.Di}; }},
+    {{Tensor::KdaNorm, "ssm_norm.weight", P::Kda, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.D}; }},
+    {{Tensor::KdaOutput, "attn_output.weight", P::Kda, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.Di, d.E}; }},
+    // MLA
+    {{Tensor::MlaQA, "attn_q_a.weight", P::Mla, W::QLora, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.E, d.Q}; }},
+    {{Tensor::MlaQANorm, "attn_q_a_norm.weight", P::Mla, W::QLora, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.Q}; }},
+    {{Tensor::MlaQB, "attn_q_b.weight", P::Mla, W::QLora, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.Q, d.H * (d.N + d.R)}; }},
+    {{Tensor::MlaQ, "attn_q.weight", P::Mla, W::NoQLora, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.E, d.H * (d.N + d.R)}; }},
+    {{Tensor::MlaKvAMqa, "attn_kv_a_mqa.weight", P::Mla, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.E, d.C + d.R}; }},
+    {{Tensor::MlaKvANorm, "attn_kv_a_norm.weight", P::Mla, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.C}; }},
+    {{Tensor::MlaKB, "attn_k_b.weight", P::Mla, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.N, d.C, d.H}; }},
+    {{Tensor::MlaVB, "attn_v_b.weight", P::Mla, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.C, d.Vh, d.H}; }},
+    {{Tensor::MlaKvB, "attn_kv_b.weight", P::Mla, W::Ignored, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.C, d.H * (d.N + d.Vh)}; }},
+    {{Tensor::MlaGate, "attn_gate.weight", P::Mla, W::Optional, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.E, d.H * d.Vh}; }},
+    {{Tensor::MlaOutput, "attn_output.weight", P::Mla, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.H * d.Vh, d.E}; }},
+    // Dense FFN
+    {{Tensor::FfnGate, "ffn_gate.weight", P::Dense, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.E, d.F}; }},
+    {{Tensor::FfnUp, "ffn_up.weight", P::Dense, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.E, d.F}; }},
+    {{Tensor::FfnDown, "ffn_down.weight", P::Dense, W::Always, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.F, d.E}; }},
+    // MoE
+    {{Tensor::Router, "ffn_gate_inp.weight", P::Moe, W::Always, true}, [](const Letters& d) -> std::vector<int64_t> { return {d.E, d.X}; }},
+    {{Tensor::RouterBias, "exp_probs_b.bias", P::Moe, W::Optional, true}, [](const Letters& d) -> std::vector<int64_t> { return {d.X}; }},
+    {{Tensor::ExpGate, "ffn_gate_exps.weight", P::Moe, W::Always, true}, [](const Letters& d) -> std::vector<int64_t> { return {d.L, d.Fe, d.X}; }},
+    {{Tensor::ExpUp, "ffn_up_exps.weight", P::Moe, W::Always, true}, [](const Letters& d) -> std::vector<int64_t> { return {d.L, d.Fe, d.X}; }},
+    {{Tensor::ExpDown, "ffn_down_exps.weight", P::Moe, W::Always, true}, [](const Letters& d) -> std::vector<int64_t> { return {d.Fe, d.L, d.X}; }},
+    {{Tensor::RoutedDown, "ffn_routed_down.weight", P::Moe, W::Latent, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.E, d.L}; }},
+    {{Tensor::RoutedUp, "ffn_routed_up.weight", P::Moe, W::Latent, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.L, d.E}; }},
+    {{Tensor::RoutedNorm, "ffn_routed_norm.weight", P::Moe, W::Optional, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.L}; }},
+    {{Tensor::ShexpGate, "ffn_gate_shexp.weight", P::Moe, W::Optional, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.E, d.Fs}; }},
+    {{Tensor::ShexpUp, "ffn_up_shexp.weight", P::Moe, W::Optional, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.E, d.Fs}; }},
+    {{Tensor::ShexpDown, "ffn_down_shexp.weight", P::Moe, W::Optional, false}, [](const Letters& d) -> std::vector<int64_t> { return {d.Fs, d.E}; }},
+};
+// clang-format on
+
+std::vector<TensorKind> kinds_of_rows() {
+  std::vector<TensorKind> v;
+  for (const TensorRow& r : kTensors) {
+    K3_ASSERT(static_cast<size_t>(r.kind.id) == v.size(), "kTensors is indexed by Tensor");
+    v.push_back(r.kind);
+  }
+  return v;
+}
+
+const std::vector<TensorKind>& kinds() {
+  static const std::vector<TensorKind> v = kinds_of_rows();
+  return v;
+}
+
+const TensorRow& row(Tensor t) {
+  const size_t i = static_cast<size_t>(t);
+  K3_ASSERT(i < std::size(kTensors) && kTensors[i].kind.id == t);
+  return kTensors[i];
+}
+
 }  // namespace
+
+std::span<const TensorKind> tensors() { return kinds(); }
+
+const TensorKind& tensor_kind(Tensor t) { return kinds()[static_cast<size_t>(row(t).kind.id)]; }
+
+std::string tensor_name(Tensor t, uint32_t il) {
+  const TensorKind& k = row(t).kind;
+  if (k.part == Part::Global) return std::string(k.name);
+  return fmt::format("blk.{}.{}", il, k.name);
+}
+
+std::vector<int64_t> tensor_shape(Tensor t, const HParams& hp) { return row(t).shape(Letters(hp)); }
+
+bool in_part(Part p, const HParams& hp, uint32_t il) {
+  switch (p) {
+    case Part::Global: return false;
+    case Part::Layer: return true;
+    case Part::Kda: return hp.is_kda(il);
+    case Part::Mla: return !hp.is_kda(il);
+    case Part::Dense: return hp.is_dense(il);
+    case Part::Moe: return !hp.is_dense(il);
+  }
+  return false;
+}
 
 std::span<const KeyInfo> keys() { return kKeys; }
 

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "gguf/file.h"
 #include "model/hparams.h"
+#include "model/schema.h"
 #include "quant/codec.h"
 #include "quant/types.h"
 
@@ -73,101 +74,110 @@ class Binder {
   const gguf::GgufFile& f_;
 };
 
-std::string blk(uint32_t il, const char* what) { return fmt::format("blk.{}.{}", il, what); }
+using schema::Tensor;
 
-// Conv taps [K, 1, Di, 1] (or 3-D [K, 1, Di]) → Di channels of K taps, the layout as stored.
-std::vector<float> conv(const Binder& b, uint32_t il, const char* what, int64_t K, int64_t Di) {
-  return b.vec(blk(il, what), {K, 1, Di, 1});
-}
+// Binds by schema entry: the name and the expected shape both come from model/schema.h.
+struct SchemaBinder {
+  const Binder& b;
+  const HParams& hp;
+  uint32_t il = 0;
+
+  std::string name(Tensor t) const { return schema::tensor_name(t, il); }
+  bool has(Tensor t) const { return b.has(name(t)); }
+  WeightView matrix(Tensor t) const { return b.matrix(name(t), schema::tensor_shape(t, hp)); }
+  std::vector<float> vec(Tensor t) const { return b.vec(name(t), schema::tensor_shape(t, hp)); }
+  // Conv taps [K, 1, Di, 1] (or 3-D [K, 1, Di]) → Di channels of K taps, the layout as stored.
+  std::vector<float> conv(Tensor t) const {
+    Dims want = schema::tensor_shape(t, hp);
+    want.push_back(1);
+    return b.vec(name(t), want);
+  }
+};
 
 }  // namespace
 
 Weights bind_weights(const gguf::GgufFile& f, const HParams& hp) {
   Binder b(f);
-  const int64_t E = hp.n_embd, V = hp.n_vocab, H = hp.n_head, D = hp.kda_head_dim;
-  const int64_t Di = hp.kda_inner(), K = hp.ssm_conv_kernel;
-  const int64_t C = hp.kv_lora_rank, R = hp.n_rot, N = hp.qk_nope(), Vh = hp.n_embd_head_v_mla,
-                Q = hp.q_lora_rank;
-  const int64_t X = hp.n_expert, L = hp.expert_in(), Fs = hp.n_ff_shexp();
+  SchemaBinder s{b, hp};
+  const int64_t X = hp.n_expert, Fs = hp.n_ff_shexp(), Q = hp.q_lora_rank;
   const bool res = hp.attn_res_block_size > 0;
 
   Weights w;
-  w.token_embd = b.matrix("token_embd.weight", {E, V});
-  w.output_norm = b.vec("output_norm.weight", {E});
-  w.output = b.matrix("output.weight", {E, V});
-  if (res) w.output_res_score = b.vec("output_res_score.weight", {E});
+  w.token_embd = s.matrix(Tensor::TokenEmbd);
+  w.output_norm = s.vec(Tensor::OutputNorm);
+  w.output = s.matrix(Tensor::Output);
+  if (res) w.output_res_score = s.vec(Tensor::OutputResScore);
 
   w.layers.resize(hp.n_layer);
   for (uint32_t il = 0; il < hp.n_layer; ++il) {
+    s.il = il;
     LayerWeights& lw = w.layers[il];
-    lw.attn_norm = b.vec(blk(il, "attn_norm.weight"), {E});
-    lw.ffn_norm = b.vec(blk(il, "ffn_norm.weight"), {E});
+    lw.attn_norm = s.vec(Tensor::AttnNorm);
+    lw.ffn_norm = s.vec(Tensor::FfnNorm);
     if (res) {
-      lw.attn_res_score = b.vec(blk(il, "attn_res_score.weight"), {E});
-      lw.ffn_res_score = b.vec(blk(il, "ffn_res_score.weight"), {E});
+      lw.attn_res_score = s.vec(Tensor::AttnResScore);
+      lw.ffn_res_score = s.vec(Tensor::FfnResScore);
     }
 
     if (hp.is_kda(il)) {
       KdaWeights& k = lw.kda;
-      k.wq = b.matrix(blk(il, "attn_q.weight"), {E, Di});
-      k.wk = b.matrix(blk(il, "attn_k.weight"), {E, Di});
-      k.wv = b.matrix(blk(il, "attn_v.weight"), {E, Di});
-      k.conv_q = conv(b, il, "ssm_conv1d_q.weight", K, Di);
-      k.conv_k = conv(b, il, "ssm_conv1d_k.weight", K, Di);
-      k.conv_v = conv(b, il, "ssm_conv1d_v.weight", K, Di);
-      k.f_a = b.matrix(blk(il, "ssm_f_a.weight"), {E, D});
-      k.f_b = b.matrix(blk(il, "ssm_f_b.weight"), {D, Di});
-      k.dt_bias = b.vec(blk(il, "ssm_dt.bias"), {Di});
-      k.ssm_a = b.vec(blk(il, "ssm_a"), {H});
-      k.beta = b.matrix(blk(il, "ssm_beta.weight"), {E, H});
-      k.g = b.matrix(blk(il, "ssm_g.weight"), {E, Di});
-      k.norm = b.vec(blk(il, "ssm_norm.weight"), {D});
-      k.out = b.matrix(blk(il, "attn_output.weight"), {Di, E});
+      k.wq = s.matrix(Tensor::KdaQ);
+      k.wk = s.matrix(Tensor::KdaK);
+      k.wv = s.matrix(Tensor::KdaV);
+      k.conv_q = s.conv(Tensor::KdaConvQ);
+      k.conv_k = s.conv(Tensor::KdaConvK);
+      k.conv_v = s.conv(Tensor::KdaConvV);
+      k.f_a = s.matrix(Tensor::KdaFA);
+      k.f_b = s.matrix(Tensor::KdaFB);
+      k.dt_bias = s.vec(Tensor::KdaDtBias);
+      k.ssm_a = s.vec(Tensor::KdaA);
+      k.beta = s.matrix(Tensor::KdaBeta);
+      k.g = s.matrix(Tensor::KdaG);
+      k.norm = s.vec(Tensor::KdaNorm);
+      k.out = s.matrix(Tensor::KdaOutput);
     } else {
       MlaWeights& m = lw.mla;
-      if (!b.has(blk(il, "attn_k_b.weight")) && b.has(blk(il, "attn_kv_b.weight")))
+      if (!s.has(Tensor::MlaKB) && s.has(Tensor::MlaKvB))
         fail("{}: layer {} has only the un-absorbed attn_kv_b; K3 needs attn_k_b + attn_v_b", f.path(), il);
-      m.q_lora = b.has(blk(il, "attn_q_a_norm.weight"));
+      m.q_lora = s.has(Tensor::MlaQANorm);
       if (m.q_lora) {
         if (Q == 0) fail("{}: layer {} has q-LoRA tensors but attention.q_lora_rank is 0", f.path(), il);
-        m.q_a = b.matrix(blk(il, "attn_q_a.weight"), {E, Q});
-        m.q_a_norm = b.vec(blk(il, "attn_q_a_norm.weight"), {Q});
-        m.q_b = b.matrix(blk(il, "attn_q_b.weight"), {Q, H * (N + R)});
+        m.q_a = s.matrix(Tensor::MlaQA);
+        m.q_a_norm = s.vec(Tensor::MlaQANorm);
+        m.q_b = s.matrix(Tensor::MlaQB);
       } else {
-        m.q = b.matrix(blk(il, "attn_q.weight"), {E, H * (N + R)});
+        m.q = s.matrix(Tensor::MlaQ);
       }
-      m.kv_a = b.matrix(blk(il, "attn_kv_a_mqa.weight"), {E, C + R});
-      m.kv_a_norm = b.vec(blk(il, "attn_kv_a_norm.weight"), {C});
-      m.k_b = b.matrix(blk(il, "attn_k_b.weight"), {N, C, H});
-      m.v_b = b.matrix(blk(il, "attn_v_b.weight"), {C, Vh, H});
-      m.has_gate = b.has(blk(il, "attn_gate.weight"));
-      if (m.has_gate) m.gate = b.matrix(blk(il, "attn_gate.weight"), {E, H * Vh});
-      m.out = b.matrix(blk(il, "attn_output.weight"), {H * Vh, E});
+      m.kv_a = s.matrix(Tensor::MlaKvAMqa);
+      m.kv_a_norm = s.vec(Tensor::MlaKvANorm);
+      m.k_b = s.matrix(Tensor::MlaKB);
+      m.v_b = s.matrix(Tensor::MlaVB);
+      m.has_gate = s.has(Tensor::MlaGate);
+      if (m.has_gate) m.gate = s.matrix(Tensor::MlaGate);
+      m.out = s.matrix(Tensor::MlaOutput);
     }
 
     if (hp.is_dense(il)) {
-      const int64_t F = hp.n_ff;
-      lw.dense.gate = b.matrix(blk(il, "ffn_gate.weight"), {E, F});
-      lw.dense.up = b.matrix(blk(il, "ffn_up.weight"), {E, F});
-      lw.dense.down = b.matrix(blk(il, "ffn_down.weight"), {F, E});
+      lw.dense.gate = s.matrix(Tensor::FfnGate);
+      lw.dense.up = s.matrix(Tensor::FfnUp);
+      lw.dense.down = s.matrix(Tensor::FfnDown);
     } else {
       MoeWeights& m = lw.moe;
-      m.router = b.matrix(blk(il, "ffn_gate_inp.weight"), {E, X});
-      if (b.has(blk(il, "exp_probs_b.bias"))) m.router_bias = b.vec(blk(il, "exp_probs_b.bias"), {X});
+      m.router = s.matrix(Tensor::Router);
+      if (s.has(Tensor::RouterBias)) m.router_bias = s.vec(Tensor::RouterBias);
       else m.router_bias.assign(static_cast<size_t>(X), 0.0f);
       m.latent = hp.n_embd_exp_latent > 0;
       if (m.latent) {
-        m.routed_down = b.matrix(blk(il, "ffn_routed_down.weight"), {E, L});
-        m.routed_up = b.matrix(blk(il, "ffn_routed_up.weight"), {L, E});
+        m.routed_down = s.matrix(Tensor::RoutedDown);
+        m.routed_up = s.matrix(Tensor::RoutedUp);
       }
-      if (b.has(blk(il, "ffn_routed_norm.weight")))
-        m.routed_norm = b.vec(blk(il, "ffn_routed_norm.weight"), {L});
-      m.has_shared = b.has(blk(il, "ffn_gate_shexp.weight"));
+      if (s.has(Tensor::RoutedNorm)) m.routed_norm = s.vec(Tensor::RoutedNorm);
+      m.has_shared = s.has(Tensor::ShexpGate);
       if (m.has_shared) {
         if (Fs == 0) fail("{}: layer {} has shared experts but their width is 0", f.path(), il);
-        m.shared.gate = b.matrix(blk(il, "ffn_gate_shexp.weight"), {E, Fs});
-        m.shared.up = b.matrix(blk(il, "ffn_up_shexp.weight"), {E, Fs});
-        m.shared.down = b.matrix(blk(il, "ffn_down_shexp.weight"), {Fs, E});
+        m.shared.gate = s.matrix(Tensor::ShexpGate);
+        m.shared.up = s.matrix(Tensor::ShexpUp);
+        m.shared.down = s.matrix(Tensor::ShexpDown);
       }
     }
   }

@@ -1,6 +1,6 @@
-// model/weights: every non-expert K3 tensor, bound by name with its expected shape beside it
-// (the tensor list of docs/MODEL.md). Matrices stay in their GGUF encoding and point into the
-// mapping; 1-D vectors (norms, biases, conv taps, AttnRes scores) are small and are decoded
+// model/weights: every non-expert K3 tensor, bound by its model/schema.h entry (name and
+// expected shape; the tensor list of docs/MODEL.md). Matrices stay in their GGUF encoding and
+// point into the mapping; 1-D vectors (norms, biases, conv taps, AttnRes scores) are small and are decoded
 // to float once. Tensors the K3 graph ignores (*.scale, *.input_scale, KDA q/k/v biases,
 // attn_kv_b next to k_b/v_b: llama.cpp's K3 graph never reads them) are never looked at.
 // Contract: bind_weights() throws k3::Error naming the tensor that is missing, has the wrong

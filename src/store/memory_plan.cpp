@@ -9,6 +9,7 @@
 #include "gguf/file.h"
 #include "model/hparams.h"
 #include "model/model.h"
+#include "model/schema.h"
 #include "model/scratch.h"
 #include "quant/types.h"
 #include "store/memory_options.h"
@@ -59,15 +60,19 @@ MemoryPlan plan_memory(const model::Model& m, uint64_t budget, const EngineShape
 
   // Expert layout, shape-checked as the mapped store does.
   p.layers.resize(hp.n_layer);
-  const int64_t L = hp.expert_in(), Fe = hp.n_ff_exp, X = hp.n_expert;
-  static const char* kNames[3] = {"ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"};
-  const int64_t in[3] = {L, L, Fe}, out[3] = {Fe, Fe, L};
+  const int64_t X = hp.n_expert;
+  int64_t in[3], out[3];  // each stack is [in, out, X]
+  for (int k = 0; k < 3; ++k) {
+    const std::vector<int64_t> ne = model::schema::tensor_shape(model::schema::kExpertTensors[k], hp);
+    in[k] = ne[0];
+    out[k] = ne[1];
+  }
   for (uint32_t il = hp.n_layer_dense_lead; il < hp.n_layer; ++il) {
     LayerExperts& le = p.layers[il];
     le.moe = true;
     uint64_t eb = 0;
     for (int k = 0; k < 3; ++k) {
-      const std::string name = fmt::format("blk.{}.{}", il, kNames[k]);
+      const std::string name = model::schema::tensor_name(model::schema::kExpertTensors[k], il);
       const gguf::TensorInfo* t = f.tensor(name);
       if (!t) fail("{}: missing tensor '{}'", f.path(), name);
       if (t->dim(0) != in[k] || t->dim(1) != out[k] || t->dim(2) != X)

@@ -21,6 +21,7 @@
 #include "core/progress.h"
 #include "gguf/writer.h"
 #include "quant/codec.h"
+#include "model/schema.h"
 #include "tools/convert/hf_config.h"
 #include "tools/convert/hf_tokenizer.h"
 #include "tools/convert/safetensors.h"
@@ -28,6 +29,7 @@
 namespace k3::tools {
 
 namespace fs = std::filesystem;
+using model::schema::Tensor;
 using quant::Type;
 
 namespace {
@@ -71,7 +73,8 @@ bool same_encoding(StDtype s, Type t) {
 
 class Planner {
  public:
-  Planner(const SafetensorsSet& st, const K3HfConfig& c, Type outtype) : st_(st), c_(c), outtype_(outtype) {}
+  Planner(const SafetensorsSet& st, const K3HfConfig& c, Type outtype)
+      : st_(st), c_(c), hp_(k3_hparams(c)), outtype_(outtype) {}
 
   std::vector<Plan> plans;
   std::set<std::string> used;
@@ -127,6 +130,12 @@ class Planner {
     const StTensor& t = need(full, hf_shape);
     plain_from(gname, t, ne.empty() ? std::vector<int64_t>(hf_shape.rbegin(), hf_shape.rend()) : ne);
   }
+  // A schema tensor copied as is: its ne shape is the schema's, the HF (PyTorch) shape the
+  // reverse of it.
+  void plain(Tensor kind, uint32_t il, const std::string& full) {
+    const std::vector<int64_t> ne = model::schema::tensor_shape(kind, hp_);
+    plain(model::schema::tensor_name(kind, il), full, std::vector<int64_t>(ne.rbegin(), ne.rend()));
+  }
   void plain_from(const std::string& gname, const StTensor& t, std::vector<int64_t> ne) {
     Plan p;
     p.name = gname;
@@ -170,38 +179,37 @@ class Planner {
   void kda_layer(uint32_t il);
   void mla_layer(uint32_t il);
   void moe(uint32_t il);
-  void experts(uint32_t il, const char* w, const char* gname, int64_t rows, int64_t cols);
+  void experts(uint32_t il, const char* w, Tensor kind);
 
   const SafetensorsSet& st_;
   const K3HfConfig& c_;
+  const model::HParams hp_;
   Type outtype_;
 };
 
 void Planner::build() {
-  const int64_t E = c_.n_embd, V = c_.n_vocab;
-  plain("token_embd.weight", hf("model.embed_tokens.weight"), {V, E});
-  plain("output_norm.weight", hf("model.norm.weight"), {E});
-  plain("output.weight", hf("lm_head.weight"), {V, E});
+  using model::schema::tensor_name;
+  plain(Tensor::TokenEmbd, 0, hf("model.embed_tokens.weight"));
+  plain(Tensor::OutputNorm, 0, hf("model.norm.weight"));
+  plain(Tensor::Output, 0, hf("lm_head.weight"));
   if (c_.attn_res_block_size)
-    fused_score("output_res_score.weight", hf("model.output_attn_res_norm.weight"),
+    fused_score(tensor_name(Tensor::OutputResScore), hf("model.output_attn_res_norm.weight"),
                 hf("model.output_attn_res_proj.weight"));
   for (uint32_t il = 0; il < c_.n_layer; ++il) {
-    const std::string b = fmt::format("blk.{}.", il);
-    plain(b + "attn_norm.weight", layer(il, "input_layernorm.weight"), {E});
-    plain(b + "ffn_norm.weight", layer(il, "post_attention_layernorm.weight"), {E});
+    plain(Tensor::AttnNorm, il, layer(il, "input_layernorm.weight"));
+    plain(Tensor::FfnNorm, il, layer(il, "post_attention_layernorm.weight"));
     if (c_.attn_res_block_size) {
-      fused_score(b + "attn_res_score.weight", layer(il, "self_attention_res_norm.weight"),
+      fused_score(tensor_name(Tensor::AttnResScore, il), layer(il, "self_attention_res_norm.weight"),
                   layer(il, "self_attention_res_proj.weight"));
-      fused_score(b + "ffn_res_score.weight", layer(il, "mlp_res_norm.weight"),
+      fused_score(tensor_name(Tensor::FfnResScore, il), layer(il, "mlp_res_norm.weight"),
                   layer(il, "mlp_res_proj.weight"));
     }
     if (c_.is_mla[il]) mla_layer(il);
     else kda_layer(il);
     if (il < c_.n_layer_dense_lead) {
-      const int64_t F = c_.n_ff;
-      plain(b + "ffn_gate.weight", layer(il, "mlp.gate_proj.weight"), {F, E});
-      plain(b + "ffn_up.weight", layer(il, "mlp.up_proj.weight"), {F, E});
-      plain(b + "ffn_down.weight", layer(il, "mlp.down_proj.weight"), {E, F});
+      plain(Tensor::FfnGate, il, layer(il, "mlp.gate_proj.weight"));
+      plain(Tensor::FfnUp, il, layer(il, "mlp.up_proj.weight"));
+      plain(Tensor::FfnDown, il, layer(il, "mlp.down_proj.weight"));
     } else {
       moe(il);
     }
@@ -209,27 +217,30 @@ void Planner::build() {
 }
 
 void Planner::kda_layer(uint32_t il) {
-  const int64_t E = c_.n_embd, H = c_.n_head, D = c_.kda_head_dim, Di = H * D, K = c_.ssm_conv_kernel;
-  const std::string b = fmt::format("blk.{}.", il);
+  using model::schema::tensor_name;
+  const int64_t H = c_.n_head, D = c_.kda_head_dim, Di = H * D, K = c_.ssm_conv_kernel;
   auto sa = [&](const char* n) { return layer(il, std::string("self_attn.") + n); };
-  for (const char* x : {"q", "k", "v"}) {
+  const std::pair<const char*, Tensor> convs[] = {
+      {"q", Tensor::KdaConvQ}, {"k", Tensor::KdaConvK}, {"v", Tensor::KdaConvV}};
+  for (const auto& [x, kind] : convs) {
     const StTensor& t = need_any(sa((std::string(x) + "_conv1d.weight").c_str()),
                                  std::vector<std::vector<int64_t>>{{Di, 1, K}, {Di, K}});
-    plain_from(b + "ssm_conv1d_" + x + ".weight", t, {K, 1, Di, 1});  // taps stay fastest
+    // The 4-D form gguf-py writes (the schema's [K, 1, Di] with its trailing 1); taps stay fastest.
+    plain_from(tensor_name(kind, il), t, {K, 1, Di, 1});
   }
-  plain(b + "attn_q.weight", sa("q_proj.weight"), {Di, E});
-  plain(b + "attn_k.weight", sa("k_proj.weight"), {Di, E});
-  plain(b + "attn_v.weight", sa("v_proj.weight"), {Di, E});
-  plain(b + "ssm_f_a.weight", sa("f_a_proj.weight"), {D, E});
-  plain(b + "ssm_f_b.weight", sa("f_b_proj.weight"), {Di, D});
-  plain(b + "ssm_beta.weight", sa("b_proj.weight"), {H, E});
+  plain(Tensor::KdaQ, il, sa("q_proj.weight"));
+  plain(Tensor::KdaK, il, sa("k_proj.weight"));
+  plain(Tensor::KdaV, il, sa("v_proj.weight"));
+  plain(Tensor::KdaFA, il, sa("f_a_proj.weight"));
+  plain(Tensor::KdaFB, il, sa("f_b_proj.weight"));
+  plain(Tensor::KdaBeta, il, sa("b_proj.weight"));
   {
     // A_log is stored with more entries than heads (128 for 96); the first H are the rates.
     const std::string full = sa("A_log");
     const StTensor& a = need_any(full, {});
     if (a.numel() < H) fail("tensor '{}': {} entries, fewer than the {} heads", full, a.numel(), H);
     Plan p;
-    p.name = b + "ssm_a";
+    p.name = tensor_name(Tensor::KdaA, il);
     p.ne = {H};
     p.ne0 = H;
     p.nrows = 1;
@@ -245,36 +256,36 @@ void Planner::kda_layer(uint32_t il) {
     const std::string full = sa("dt_bias");
     const StTensor& t = need_any(full, {});
     if (t.numel() != Di) fail("tensor '{}': {} entries, expected {} (heads × head_dim)", full, t.numel(), Di);
-    plain_from(b + "ssm_dt.bias", t, {Di});
+    plain_from(tensor_name(Tensor::KdaDtBias, il), t, {Di});
   }
-  if (find(sa("g_proj.weight"))) plain(b + "ssm_g.weight", sa("g_proj.weight"), {Di, E});
-  plain(b + "ssm_norm.weight", sa("o_norm.weight"), {D});
-  plain(b + "attn_output.weight", sa("o_proj.weight"), {E, Di});
+  if (find(sa("g_proj.weight"))) plain(Tensor::KdaG, il, sa("g_proj.weight"));
+  plain(Tensor::KdaNorm, il, sa("o_norm.weight"));
+  plain(Tensor::KdaOutput, il, sa("o_proj.weight"));
 }
 
 void Planner::mla_layer(uint32_t il) {
-  const int64_t E = c_.n_embd, H = c_.n_head, Hkv = c_.n_head_kv_hf, C = c_.kv_lora_rank, R = c_.n_rot,
-                N = c_.qk_nope, Vh = c_.n_embd_head_v_mla;
-  const std::string b = fmt::format("blk.{}.", il);
+  using model::schema::tensor_name;
+  const int64_t Hkv = c_.n_head_kv_hf, C = c_.kv_lora_rank, N = c_.qk_nope, Vh = c_.n_embd_head_v_mla;
   auto sa = [&](const char* n) { return layer(il, std::string("self_attn.") + n); };
   if (find(sa("q_a_proj.weight"))) {
-    const int64_t Q = c_.q_lora_rank;
-    if (!Q) fail("tensor '{}' exists but config q_lora_rank is not set", sa("q_a_proj.weight"));
-    plain(b + "attn_q_a.weight", sa("q_a_proj.weight"), {Q, E});
-    plain(b + "attn_q_a_norm.weight", sa("q_a_layernorm.weight"), {Q});
-    plain(b + "attn_q_b.weight", sa("q_b_proj.weight"), {H * (N + R), Q});
+    if (!c_.q_lora_rank) fail("tensor '{}' exists but config q_lora_rank is not set", sa("q_a_proj.weight"));
+    plain(Tensor::MlaQA, il, sa("q_a_proj.weight"));
+    plain(Tensor::MlaQANorm, il, sa("q_a_layernorm.weight"));
+    plain(Tensor::MlaQB, il, sa("q_b_proj.weight"));
   } else {
-    plain(b + "attn_q.weight", sa("q_proj.weight"), {H * (N + R), E});
+    plain(Tensor::MlaQ, il, sa("q_proj.weight"));
   }
-  plain(b + "attn_kv_a_mqa.weight", sa("kv_a_proj_with_mqa.weight"), {C + R, E});
-  plain(b + "attn_kv_a_norm.weight", sa("kv_a_layernorm.weight"), {C});
+  plain(Tensor::MlaKvAMqa, il, sa("kv_a_proj_with_mqa.weight"));
+  plain(Tensor::MlaKvANorm, il, sa("kv_a_layernorm.weight"));
   {
     // kv_b [Hkv·(N+Vh), C] viewed as [Hkv, N+Vh, C]: K rows transposed per head → ne [N, C, Hkv];
-    // V rows kept → ne [C, Vh, Hkv].
+    // V rows kept → ne [C, Vh, Hkv]. The head count is the HF config's num_key_value_heads,
+    // not the schema's H: a checkpoint whose counts differ converts as it is and the loader
+    // names the mismatch.
     const StTensor& kv = need(sa("kv_b_proj.weight"), {Hkv * (N + Vh), C});
     const StTensor* t = &kv;
     Plan k;
-    k.name = b + "attn_k_b.weight";
+    k.name = tensor_name(Tensor::MlaKB, il);
     k.ne = {N, C, Hkv};
     k.type = pick(k.name, k.ne);
     k.ne0 = N;
@@ -286,7 +297,7 @@ void Planner::mla_layer(uint32_t il) {
     };
     add(std::move(k));
     Plan v;
-    v.name = b + "attn_v_b.weight";
+    v.name = tensor_name(Tensor::MlaVB, il);
     v.ne = {C, Vh, Hkv};
     v.type = pick(v.name, v.ne);
     v.ne0 = C;
@@ -297,19 +308,20 @@ void Planner::mla_layer(uint32_t il) {
     };
     add(std::move(v));
   }
-  if (find(sa("g_proj.weight"))) plain(b + "attn_gate.weight", sa("g_proj.weight"), {H * Vh, E});
-  plain(b + "attn_output.weight", sa("o_proj.weight"), {E, H * Vh});
+  if (find(sa("g_proj.weight"))) plain(Tensor::MlaGate, il, sa("g_proj.weight"));
+  plain(Tensor::MlaOutput, il, sa("o_proj.weight"));
 }
 
-void Planner::experts(uint32_t il, const char* w, const char* gname, int64_t rows, int64_t cols) {
-  const int64_t X = c_.n_expert;
-  const std::string b = fmt::format("blk.{}.", il);
+void Planner::experts(uint32_t il, const char* w, Tensor kind) {
+  // [cols, rows, X]: X matrices of rows × cols, each one HF expert's weight.
+  const std::vector<int64_t> ne = model::schema::tensor_shape(kind, hp_);
+  const int64_t cols = ne[0], rows = ne[1], X = ne[2];
   auto ename = [&](int64_t e, const char* suffix) {
     return layer(il, fmt::format("block_sparse_moe.experts.{}.{}.{}", e, w, suffix));
   };
   Plan p;
-  p.name = b + gname;
-  p.ne = {cols, rows, X};
+  p.name = model::schema::tensor_name(kind, il);
+  p.ne = ne;
   p.ne0 = cols;
   p.nrows = rows * X;
   const bool packed = find(ename(0, "weight_packed")) != nullptr;
@@ -380,26 +392,21 @@ void Planner::experts(uint32_t il, const char* w, const char* gname, int64_t row
 }
 
 void Planner::moe(uint32_t il) {
-  const int64_t E = c_.n_embd, X = c_.n_expert, Fe = c_.n_ff_exp,
-                L = c_.n_embd_exp_latent ? c_.n_embd_exp_latent : c_.n_embd,
-                Fs = c_.n_ff_exp * c_.n_expert_shared;
-  const std::string b = fmt::format("blk.{}.", il);
   auto m = [&](const std::string& n) { return layer(il, "block_sparse_moe." + n); };
-  plain(b + "ffn_gate_inp.weight", m("gate.weight"), {X, E});
-  plain(b + "exp_probs_b.bias", m("gate.e_score_correction_bias"), {X});
-  experts(il, "w1", "ffn_gate_exps.weight", Fe, L);
-  experts(il, "w3", "ffn_up_exps.weight", Fe, L);
-  experts(il, "w2", "ffn_down_exps.weight", L, Fe);
+  plain(Tensor::Router, il, m("gate.weight"));
+  plain(Tensor::RouterBias, il, m("gate.e_score_correction_bias"));
+  experts(il, "w1", Tensor::ExpGate);
+  experts(il, "w3", Tensor::ExpUp);
+  experts(il, "w2", Tensor::ExpDown);
   if (c_.n_embd_exp_latent) {
-    plain(b + "ffn_routed_down.weight", m("routed_expert_down_proj.weight"), {L, E});
-    plain(b + "ffn_routed_up.weight", m("routed_expert_up_proj.weight"), {E, L});
-    if (find(m("routed_expert_norm.weight")))
-      plain(b + "ffn_routed_norm.weight", m("routed_expert_norm.weight"), {L});
+    plain(Tensor::RoutedDown, il, m("routed_expert_down_proj.weight"));
+    plain(Tensor::RoutedUp, il, m("routed_expert_up_proj.weight"));
+    if (find(m("routed_expert_norm.weight"))) plain(Tensor::RoutedNorm, il, m("routed_expert_norm.weight"));
   }
   if (c_.n_expert_shared) {
-    plain(b + "ffn_gate_shexp.weight", m("shared_experts.gate_proj.weight"), {Fs, E});
-    plain(b + "ffn_up_shexp.weight", m("shared_experts.up_proj.weight"), {Fs, E});
-    plain(b + "ffn_down_shexp.weight", m("shared_experts.down_proj.weight"), {E, Fs});
+    plain(Tensor::ShexpGate, il, m("shared_experts.gate_proj.weight"));
+    plain(Tensor::ShexpUp, il, m("shared_experts.up_proj.weight"));
+    plain(Tensor::ShexpDown, il, m("shared_experts.down_proj.weight"));
   }
 }
 

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "gguf/file.h"
 #include "model/hparams.h"
+#include "model/schema.h"
 #include "quant/types.h"
 #include "core/progress.h"
 
@@ -14,11 +15,14 @@ namespace k3::tools {
 
 namespace {
 
-// Tensor name stems that carry one entry per routed expert along their last dimension.
-constexpr const char* kExpertStems[] = {"ffn_gate_exps.", "ffn_up_exps.", "ffn_down_exps.", "ffn_gate_inp.",
-                                        "exp_probs_b."};
-constexpr const char* kRequired[] = {"ffn_gate_inp.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight",
-                                     "ffn_down_exps.weight"};
+// The schema's per-expert tensor kinds (one entry per routed expert along the last dimension),
+// as name stems up to the first '.': companions such as ffn_up_exps.scale are sliced alike.
+std::vector<std::string> expert_stems() {
+  std::vector<std::string> stems;
+  for (const model::schema::TensorKind& k : model::schema::tensors())
+    if (k.per_expert) stems.emplace_back(k.name.substr(0, k.name.find('.') + 1));
+  return stems;
+}
 
 // The layer of a "blk.N.<expert stem>..." tensor, or nullopt for any other tensor.
 std::optional<uint32_t> expert_tensor_layer(const std::string& name) {
@@ -27,7 +31,8 @@ std::optional<uint32_t> expert_tensor_layer(const std::string& name) {
   while (q < name.size() && name[q] >= '0' && name[q] <= '9') ++q;
   if (q == p || q - p > 6 || q >= name.size() || name[q] != '.') return std::nullopt;
   const std::string rest = name.substr(q + 1);
-  for (const char* stem : kExpertStems)
+  static const std::vector<std::string> stems = expert_stems();
+  for (const std::string& stem : stems)
     if (rest.starts_with(stem)) return static_cast<uint32_t>(std::stoul(name.substr(p, q - p)));
   return std::nullopt;
 }
@@ -61,8 +66,9 @@ uint32_t check_prunable(const gguf::GgufFile& f, int64_t n_keep) {
   if (!hp.has_moe() || hp.n_expert == 0) fail("{}: the model has no MoE layer, nothing to prune", f.path());
   check_keep(hp.n_expert, hp.n_expert_used, n_keep);
   for (uint32_t il = hp.n_layer_dense_lead; il < hp.n_layer; ++il)
-    for (const char* r : kRequired) {
-      const std::string name = "blk." + std::to_string(il) + "." + r;
+    for (const model::schema::TensorKind& k : model::schema::tensors()) {
+      if (!k.per_expert || k.when != model::schema::When::Always) continue;
+      const std::string name = model::schema::tensor_name(k.id, il);
       if (!f.tensor(name)) fail("{}: missing tensor {} (MoE layer {})", f.path(), name, il);
     }
   for (const gguf::TensorInfo& t : f.tensors()) {

@@ -1,6 +1,6 @@
-// tools/synth: K3 tensor plan, metadata and writing (see synth.h). Tensor names and shapes
-// follow docs/MODEL.md's tensor list; keys and their GGUF types follow its key list (u32 keys as
-// UINT32, f32 as FLOAT32, bool as BOOL, head_count_kv as an INT32 array).
+// tools/synth: K3 tensor plan, metadata and writing (see synth.h). Tensor names and shapes, and
+// the keys with their GGUF types (u32 keys as UINT32, f32 as FLOAT32, bool as BOOL,
+// head_count_kv as an INT32 array), come from model/schema.h (docs/MODEL.md's lists).
 #include "tools/synth/synth.h"
 
 #include <fmt/format.h>
@@ -278,77 +278,82 @@ model::HParams synth_hparams(const SynthConfig& c) {
 
 std::vector<SynthTensor> synth_plan(const SynthConfig& c) {
   validate(c);
-  const auto mla = synth_mla_map(c);
-  const int64_t E = c.n_embd, H = c.n_head, D = c.kda_head_dim, Di = H * D, K = c.ssm_conv_kernel;
-  const int64_t Q = c.q_lora_rank, C = c.kv_lora_rank, R = c.n_rot, N = c.qk_nope, Vh = c.n_embd_head_v_mla;
-  const int64_t F = c.n_ff, Fe = c.n_ff_exp, X = c.n_expert, Fs = Fe * c.n_expert_shared;
-  const int64_t L = c.n_embd_exp_latent ? c.n_embd_exp_latent : E, V = c.n_vocab;
+  const model::HParams hp = synth_hparams(c);
   // Residual-branch outputs are scaled down by 1/sqrt(2·n_layer) (GPT-2 style) so the random
   // network stays well conditioned, as in the golden small-* models.
   const float res = 1.0f / std::sqrt(2.0f * static_cast<float>(c.n_layer));
-  auto fan = [](int64_t in) { return 1.0f / std::sqrt(static_cast<float>(in)); };
   using I = SynthInit;
+  using T = model::schema::Tensor;
 
+  // Names and shapes are the schema's; the order, initialisation and which optional tensors
+  // exist are synth's.
   Planner p(c);
-  p.add("token_embd.weight", {E, V}, I::Embedding, 1.0f);
-  for (uint32_t il = 0; il < c.n_layer; ++il) {
-    const std::string b = fmt::format("blk.{}.", il);
-    p.add(b + "attn_norm.weight", {E}, I::Norm);
-    if (c.attn_res_block_size) p.add(b + "attn_res_score.weight", {E}, I::Small, 0.03f);
-    if (mla[il]) {
-      if (Q) {
-        p.add(b + "attn_q_a.weight", {E, Q}, I::Matrix);
-        p.add(b + "attn_q_a_norm.weight", {Q}, I::Norm);
-        p.add(b + "attn_q_b.weight", {Q, H * (N + R)}, I::Matrix);
+  uint32_t il = 0;
+  auto add = [&](T t, I init, float scale = 0.0f) {
+    p.add(model::schema::tensor_name(t, il), model::schema::tensor_shape(t, hp), init, scale);
+  };
+  auto add_residual = [&](T t) {
+    const std::vector<int64_t> ne = model::schema::tensor_shape(t, hp);
+    const float fan = 1.0f / std::sqrt(static_cast<float>(ne[0]));
+    p.add(model::schema::tensor_name(t, il), ne, I::Matrix, fan * res);
+  };
+  add(T::TokenEmbd, I::Embedding, 1.0f);
+  for (il = 0; il < c.n_layer; ++il) {
+    add(T::AttnNorm, I::Norm);
+    if (c.attn_res_block_size) add(T::AttnResScore, I::Small, 0.03f);
+    if (!hp.is_kda(il)) {
+      if (c.q_lora_rank) {
+        add(T::MlaQA, I::Matrix);
+        add(T::MlaQANorm, I::Norm);
+        add(T::MlaQB, I::Matrix);
       } else {
-        p.add(b + "attn_q.weight", {E, H * (N + R)}, I::Matrix);
+        add(T::MlaQ, I::Matrix);
       }
-      p.add(b + "attn_kv_a_mqa.weight", {E, C + R}, I::Matrix);
-      p.add(b + "attn_kv_a_norm.weight", {C}, I::Norm);
-      p.add(b + "attn_k_b.weight", {N, C, H}, I::Matrix);
-      p.add(b + "attn_v_b.weight", {C, Vh, H}, I::Matrix);
-      if (c.attn_gate) p.add(b + "attn_gate.weight", {E, H * Vh}, I::Matrix);
-      p.add(b + "attn_output.weight", {H * Vh, E}, I::Matrix, fan(H * Vh) * res);
+      add(T::MlaKvAMqa, I::Matrix);
+      add(T::MlaKvANorm, I::Norm);
+      add(T::MlaKB, I::Matrix);
+      add(T::MlaVB, I::Matrix);
+      if (c.attn_gate) add(T::MlaGate, I::Matrix);
+      add_residual(T::MlaOutput);
     } else {
-      for (const char* x : {"q", "k", "v"}) p.add(b + fmt::format("attn_{}.weight", x), {E, Di}, I::Matrix);
-      for (const char* x : {"q", "k", "v"})
-        p.add(b + fmt::format("ssm_conv1d_{}.weight", x), {K, 1, Di}, I::Small, 0.5f);
-      p.add(b + "ssm_f_a.weight", {E, D}, I::Matrix);
-      p.add(b + "ssm_f_b.weight", {D, Di}, I::Matrix);
-      p.add(b + "ssm_dt.bias", {Di}, I::Small, 0.5f);
-      p.add(b + "ssm_a", {H}, I::SsmA);
-      p.add(b + "ssm_beta.weight", {E, H}, I::Matrix);
-      p.add(b + "ssm_g.weight", {E, Di}, I::Matrix);
-      p.add(b + "ssm_norm.weight", {D}, I::Norm);
-      p.add(b + "attn_output.weight", {Di, E}, I::Matrix, fan(Di) * res);
+      for (T t : {T::KdaQ, T::KdaK, T::KdaV}) add(t, I::Matrix);
+      for (T t : {T::KdaConvQ, T::KdaConvK, T::KdaConvV}) add(t, I::Small, 0.5f);
+      add(T::KdaFA, I::Matrix);
+      add(T::KdaFB, I::Matrix);
+      add(T::KdaDtBias, I::Small, 0.5f);
+      add(T::KdaA, I::SsmA);
+      add(T::KdaBeta, I::Matrix);
+      add(T::KdaG, I::Matrix);
+      add(T::KdaNorm, I::Norm);
+      add_residual(T::KdaOutput);
     }
-    p.add(b + "ffn_norm.weight", {E}, I::Norm);
-    if (c.attn_res_block_size) p.add(b + "ffn_res_score.weight", {E}, I::Small, 0.03f);
-    if (il < c.n_layer_dense_lead) {
-      p.add(b + "ffn_gate.weight", {E, F}, I::Matrix);
-      p.add(b + "ffn_up.weight", {E, F}, I::Matrix);
-      p.add(b + "ffn_down.weight", {F, E}, I::Matrix, fan(F) * res);
+    add(T::FfnNorm, I::Norm);
+    if (c.attn_res_block_size) add(T::FfnResScore, I::Small, 0.03f);
+    if (hp.is_dense(il)) {
+      add(T::FfnGate, I::Matrix);
+      add(T::FfnUp, I::Matrix);
+      add_residual(T::FfnDown);
     } else {
-      p.add(b + "ffn_gate_inp.weight", {E, X}, I::Matrix);
-      p.add(b + "exp_probs_b.bias", {X}, I::Small, 0.1f);
-      p.add(b + "ffn_gate_exps.weight", {L, Fe, X}, I::Matrix);
-      p.add(b + "ffn_up_exps.weight", {L, Fe, X}, I::Matrix);
-      p.add(b + "ffn_down_exps.weight", {Fe, L, X}, I::Matrix);
+      add(T::Router, I::Matrix);
+      add(T::RouterBias, I::Small, 0.1f);
+      add(T::ExpGate, I::Matrix);
+      add(T::ExpUp, I::Matrix);
+      add(T::ExpDown, I::Matrix);
       if (c.n_embd_exp_latent) {
-        p.add(b + "ffn_routed_down.weight", {E, L}, I::Matrix);
-        p.add(b + "ffn_routed_up.weight", {L, E}, I::Matrix, fan(L) * res);
+        add(T::RoutedDown, I::Matrix);
+        add_residual(T::RoutedUp);
       }
-      if (c.routed_norm) p.add(b + "ffn_routed_norm.weight", {L}, I::Norm);
-      if (Fs) {
-        p.add(b + "ffn_gate_shexp.weight", {E, Fs}, I::Matrix);
-        p.add(b + "ffn_up_shexp.weight", {E, Fs}, I::Matrix);
-        p.add(b + "ffn_down_shexp.weight", {Fs, E}, I::Matrix, fan(Fs) * res);
+      if (c.routed_norm) add(T::RoutedNorm, I::Norm);
+      if (hp.n_ff_shexp()) {
+        add(T::ShexpGate, I::Matrix);
+        add(T::ShexpUp, I::Matrix);
+        add_residual(T::ShexpDown);
       }
     }
   }
-  p.add("output_norm.weight", {E}, I::Norm);
-  if (c.attn_res_block_size) p.add("output_res_score.weight", {E}, I::Small, 0.03f);
-  p.add("output.weight", {E, V}, I::Matrix);
+  add(T::OutputNorm, I::Norm);
+  if (c.attn_res_block_size) add(T::OutputResScore, I::Small, 0.03f);
+  add(T::Output, I::Matrix);
   if (p.fallbacks)
     log::info(
         "synth: {} tensor(s) could not take their rule's type (row width not a multiple of "
