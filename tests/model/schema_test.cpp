@@ -104,9 +104,7 @@ TEST_P(Schema, EveryKeyIsInTheTableWithItsType) {
   for (const schema::KeyInfo& k : schema::keys()) {
     listed.insert(schema::key_name(k.key));
     const gguf::Value* v = f->find(schema::key_name(k.key));
-    if (k.required) {
-      EXPECT_NE(v, nullptr) << schema::key_name(k.key) << " is required";
-    }
+    if (k.required) { EXPECT_NE(v, nullptr) << schema::key_name(k.key) << " is required"; }
     if (!v) continue;
     switch (k.type) {
       case schema::KeyType::U32: EXPECT_EQ(v->type, gguf::ValueType::UINT32) << k.name; break;
@@ -158,12 +156,14 @@ TEST(SchemaTable, NamesAndKindsAreConsistent) {
   EXPECT_EQ(schema::tensor_name(schema::Tensor::MlaKvAMqa, 3), "blk.3.attn_kv_a_mqa.weight");
   EXPECT_EQ(schema::tensor_name(schema::Tensor::TokenEmbd), "token_embd.weight");
   std::set<std::string> keys;
-  for (const schema::KeyInfo& k : schema::keys()) EXPECT_TRUE(keys.insert(std::string(k.name)).second) << k.name;
+  for (const schema::KeyInfo& k : schema::keys())
+    EXPECT_TRUE(keys.insert(std::string(k.name)).second) << k.name;
   // A name appears twice only for two layer kinds that exclude each other (attn_q, attn_output).
   for (const schema::TensorKind& a : schema::tensors())
     for (const schema::TensorKind& b : schema::tensors()) {
       if (&a == &b || a.name != b.name) continue;
-      EXPECT_TRUE((a.part == Part::Kda && b.part == Part::Mla) || (a.part == Part::Mla && b.part == Part::Kda))
+      EXPECT_TRUE((a.part == Part::Kda && b.part == Part::Mla) ||
+                  (a.part == Part::Mla && b.part == Part::Kda))
           << a.name;
     }
 }
