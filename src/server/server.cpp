@@ -259,7 +259,19 @@ struct Server::Impl {
   std::mutex count_mu;
   std::map<std::pair<std::string, int>, uint64_t> counts;  // (path, status) -> requests
 
-  void routes();
+  void routes();  // the parts below, in the order cpp-httplib matches them
+  void set_http_limits();
+  httplib::Server::HandlerResponse gate(const httplib::Request& req, httplib::Response& res);
+  void set_outcome_handlers();
+  void generation_routes();
+  void information_routes();
+  void token_routes();
+  void tokenize(const Json& body, httplib::Response& res);
+  void detokenize(const Json& body, httplib::Response& res);
+  template <class Fn>
+  static auto guarded(Fn fn);
+  template <class Fn>
+  httplib::Server::HandlerWithContentReader with_body(Fn fn);
   RequestLimits request_limits() const;
   void run_job(BuiltRequest b, bool chat, const httplib::Request& req, httplib::Response& res);
   void stop_listening() {
@@ -584,10 +596,83 @@ std::string Server::Impl::metrics_text() {
   return out;
 }
 
+// Every handler maps client mistakes to 4xx and never lets an exception escape.
+template <class Fn>
+auto Server::Impl::guarded(Fn fn) {
+  return [fn](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+    try {
+      fn(req, res, reader);
+    } catch (const ApiError& e) {
+      send_error(res, e.status(), e.type(), e.what(), e.param());
+    } catch (const grammar::Cancelled& e) {  // the client left, or the server drains
+      send_error(res, 503, "unavailable_error", e.what());
+    } catch (const k3::Error& e) {
+      send_error(res, 400, "invalid_request_error", e.what());
+    } catch (const nlohmann::json::exception& e) {
+      send_error(res, 400, "invalid_request_error", e.what());
+    } catch (const std::bad_alloc&) {
+      send_error(res, 503, "unavailable_error", "out of memory");
+    } catch (const std::exception& e) { send_error(res, 500, "server_error", e.what()); }
+  };
+}
+
+// POST handlers read their body themselves and count it after decoding, so --max-body holds
+// for every framing even without the library's own limit (cpp-httplib 0.11 enforced it only
+// against Content-Length). fn gets the parsed body.
+template <class Fn>
+httplib::Server::HandlerWithContentReader Server::Impl::with_body(Fn fn) {
+  auto inner = guarded(
+      [this, fn](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+        // Declared first, so it runs after the body and its parse are freed (release_freed_memory).
+        struct Trim {
+          size_t bytes = 0;
+          ~Trim() {
+            if (bytes >= kTrimAfterBody) release_freed_memory();
+          }
+        } trim;
+        std::string body;
+        bool over = false;
+        const bool ok = reader([&](const char* data, size_t n) {
+          if (n > opts.max_body - body.size()) {
+            over = true;
+            return false;
+          }
+          body.append(data, n);
+          return true;
+        });
+        if (over || !ok) res.set_header("Connection", "close");  // the rest of the body is unread
+        // The library's own payload limit ends the read too (it sets 413): the same limit.
+        if (!ok && res.status == 413) over = true;
+        if (over)
+          throw ApiError(
+              413, "invalid_request_error",
+              fmt::format("the request body (after any Content-Encoding) is larger than the server's limit "
+                          "of {} bytes (--max-body)",
+                          opts.max_body));
+        if (!ok && t_conn && t_conn->timed_out())
+          throw ApiError(408, "timeout_error", late_request_message(http.limits));
+        if (!ok) throw ApiError(400, "invalid_request_error", "the request body could not be read");
+        trim.bytes = body.size();
+        fn(req, res, parse_body(body));
+      });
+  return httplib::Server::HandlerWithContentReader(inner);
+}
+
+// The handlers are registered in this order, which is the order cpp-httplib matches them in.
 void Server::Impl::routes() {
+  set_http_limits();
+  http.set_pre_routing_handler(
+      [this](const httplib::Request& req, httplib::Response& res) { return gate(req, res); });
+  set_outcome_handlers();
+  generation_routes();
+  information_routes();
+  token_routes();
+}
+
+void Server::Impl::set_http_limits() {
   HttpServer& h = http;
   // The limits, all set here (docs/serve.md, "HTTP limits"): the library's payload limit holds
-  // for every framing and after decoding, like the server's own count in with_body below.
+  // for every framing and after decoding, like the server's own count in with_body.
   h.set_payload_max_length(opts.max_body);
   h.limits = ConnectionLimits{opts.request_timeout_s, opts.body_min_rate, opts.max_head_bytes,
                               opts.read_timeout_s, opts.write_timeout_s};
@@ -614,55 +699,62 @@ void Server::Impl::routes() {
     h.pool.store(pool);  // its connections run on it, so it outlives every use of the pointer
     return pool;
   };
+}
 
+// The pre-routing handler: every request passes here once its head is read, before its body.
+httplib::Server::HandlerResponse Server::Impl::gate(const httplib::Request& req, httplib::Response& res) {
   static const std::set<std::string> kPublic = {"/health", "/v1/health", "/v1/models", "/models"};
-  h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (t_conn) t_conn->head_done();  // what is read from here on is the body
-    // Answered here, the request's body is never read: the connection must end with this
-    // response, or the body would be parsed as the next request (a desync).
-    auto refuse = [&](int status, const char* type, const std::string& msg) {
-      res.set_header("Connection", "close");
-      send_error(res, status, type, msg);
-      return httplib::Server::HandlerResponse::Handled;
-    };
-    if (failed) return refuse(503, "unavailable_error", "the model is unavailable: " + failed_why);
-    if (draining) return refuse(503, "unavailable_error", "the server is shutting down");
-    if (std::string bad = framing_error(req); !bad.empty()) return refuse(400, "invalid_request_error", bad);
-    if (is_multipart(req))
-      return refuse(415, "invalid_request_error",
-                    "multipart bodies are not accepted: every endpoint takes a JSON body "
-                    "(Content-Type: application/json)");
-    // Ranges are ignored (RFC 9110 lets a server answer the whole representation): the
-    // library would otherwise build one copy of the body per range, on any response.
-    const_cast<httplib::Request&>(req).ranges.clear();
-    const std::string origin = req.get_header_value("Origin");
-    switch (origins.check(req.get_header_value("Host"), origin)) {
-      case OriginPolicy::Verdict::bad_host:
-        return refuse(403, "permission_error",
-                      "this server does not answer for that Host name (k3 serve --allowed-hosts)");
-      case OriginPolicy::Verdict::bad_origin:
-        return refuse(403, "permission_error", "requests from that Origin are not allowed (k3 serve --cors)");
-      case OriginPolicy::Verdict::cross_allowed:
-        res.set_header("Access-Control-Allow-Origin", origin);
-        res.set_header("Vary", "Origin");
-        if (req.method == "OPTIONS") {  // a preflight: answered before the key check, it carries none
-          res.status = 204;
-          res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-          res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
-          res.set_header("Access-Control-Max-Age", "600");
-          return httplib::Server::HandlerResponse::Handled;
-        }
-        break;
-      case OriginPolicy::Verdict::same_origin: break;
-    }
-    if (opts.api_key.empty() || kPublic.count(req.path)) return httplib::Server::HandlerResponse::Unhandled;
-    // The page's files are the same for everyone; the page asks for the key itself.
-    if (opts.webui && is_page_path(req.path)) return httplib::Server::HandlerResponse::Unhandled;
-    std::string auth = req.get_header_value("Authorization");
-    std::string key = auth.starts_with("Bearer ") ? auth.substr(7) : std::string();
-    if (constant_time_equal(key, opts.api_key)) return httplib::Server::HandlerResponse::Unhandled;
-    return refuse(401, "authentication_error", "Invalid API Key");
-  });
+  if (t_conn) t_conn->head_done();  // what is read from here on is the body
+  // Answered here, the request's body is never read: the connection must end with this
+  // response, or the body would be parsed as the next request (a desync).
+  auto refuse = [&](int status, const char* type, const std::string& msg) {
+    res.set_header("Connection", "close");
+    send_error(res, status, type, msg);
+    return httplib::Server::HandlerResponse::Handled;
+  };
+  if (failed) return refuse(503, "unavailable_error", "the model is unavailable: " + failed_why);
+  if (draining) return refuse(503, "unavailable_error", "the server is shutting down");
+  if (std::string bad = framing_error(req); !bad.empty()) return refuse(400, "invalid_request_error", bad);
+  if (is_multipart(req))
+    return refuse(415, "invalid_request_error",
+                  "multipart bodies are not accepted: every endpoint takes a JSON body "
+                  "(Content-Type: application/json)");
+  // Ranges are ignored (RFC 9110 lets a server answer the whole representation): the
+  // library would otherwise build one copy of the body per range, on any response.
+  const_cast<httplib::Request&>(req).ranges.clear();
+  const std::string origin = req.get_header_value("Origin");
+  switch (origins.check(req.get_header_value("Host"), origin)) {
+    case OriginPolicy::Verdict::bad_host:
+      return refuse(403, "permission_error",
+                    "this server does not answer for that Host name (k3 serve --allowed-hosts)");
+    case OriginPolicy::Verdict::bad_origin:
+      return refuse(403, "permission_error", "requests from that Origin are not allowed (k3 serve --cors)");
+    case OriginPolicy::Verdict::cross_allowed:
+      res.set_header("Access-Control-Allow-Origin", origin);
+      res.set_header("Vary", "Origin");
+      if (req.method == "OPTIONS") {  // a preflight: answered before the key check, it carries none
+        res.status = 204;
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+        res.set_header("Access-Control-Max-Age", "600");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      break;
+    case OriginPolicy::Verdict::same_origin: break;
+  }
+  if (opts.api_key.empty() || kPublic.count(req.path)) return httplib::Server::HandlerResponse::Unhandled;
+  // The page's files are the same for everyone; the page asks for the key itself.
+  if (opts.webui && is_page_path(req.path)) return httplib::Server::HandlerResponse::Unhandled;
+  std::string auth = req.get_header_value("Authorization");
+  std::string key = auth.starts_with("Bearer ") ? auth.substr(7) : std::string();
+  if (constant_time_equal(key, opts.api_key)) return httplib::Server::HandlerResponse::Unhandled;
+  return refuse(401, "authentication_error", "Invalid API Key");
+}
+
+// What happens around every handler's answer: the connection's end, the error and exception
+// bodies, and the request count.
+void Server::Impl::set_outcome_handlers() {
+  HttpServer& h = http;
   // Runs just before any response is written: one that ends the connection does.
   h.set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
     if (t_conn && res.get_header_value("Connection") == "close") t_conn->close_after_response();
@@ -696,77 +788,23 @@ void Server::Impl::routes() {
     ++counts[{route_label(req.path), res.status}];
     log::debug("{} {} -> {}", req.method, req.path, res.status);
   });
+}
 
-  // Every handler maps client mistakes to 4xx and never lets an exception escape.
-  auto guarded = [](auto fn) {
-    return [fn](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-      try {
-        fn(req, res, reader);
-      } catch (const ApiError& e) {
-        send_error(res, e.status(), e.type(), e.what(), e.param());
-      } catch (const grammar::Cancelled& e) {  // the client left, or the server drains
-        send_error(res, 503, "unavailable_error", e.what());
-      } catch (const k3::Error& e) {
-        send_error(res, 400, "invalid_request_error", e.what());
-      } catch (const nlohmann::json::exception& e) {
-        send_error(res, 400, "invalid_request_error", e.what());
-      } catch (const std::bad_alloc&) {
-        send_error(res, 503, "unavailable_error", "out of memory");
-      } catch (const std::exception& e) { send_error(res, 500, "server_error", e.what()); }
-    };
-  };
-
-  // POST handlers read their body themselves and count it after decoding, so --max-body holds
-  // for every framing even without the library's own limit (cpp-httplib 0.11 enforced it only
-  // against Content-Length). fn gets the parsed body.
-  auto with_body = [this, guarded](auto fn) {
-    auto inner = guarded([this, fn](const httplib::Request& req, httplib::Response& res,
-                                    const httplib::ContentReader& reader) {
-      // Declared first, so it runs after the body and its parse are freed (release_freed_memory).
-      struct Trim {
-        size_t bytes = 0;
-        ~Trim() {
-          if (bytes >= kTrimAfterBody) release_freed_memory();
-        }
-      } trim;
-      std::string body;
-      bool over = false;
-      const bool ok = reader([&](const char* data, size_t n) {
-        if (n > opts.max_body - body.size()) {
-          over = true;
-          return false;
-        }
-        body.append(data, n);
-        return true;
-      });
-      if (over || !ok) res.set_header("Connection", "close");  // the rest of the body is unread
-      // The library's own payload limit ends the read too (it sets 413): the same limit.
-      if (!ok && res.status == 413) over = true;
-      if (over)
-        throw ApiError(
-            413, "invalid_request_error",
-            fmt::format("the request body (after any Content-Encoding) is larger than the server's limit "
-                        "of {} bytes (--max-body)",
-                        opts.max_body));
-      if (!ok && t_conn && t_conn->timed_out())
-        throw ApiError(408, "timeout_error", late_request_message(http.limits));
-      if (!ok) throw ApiError(400, "invalid_request_error", "the request body could not be read");
-      trim.bytes = body.size();
-      fn(req, res, parse_body(body));
-    });
-    return httplib::Server::HandlerWithContentReader(inner);
-  };
+void Server::Impl::generation_routes() {
   auto chat = with_body([this](const httplib::Request& req, httplib::Response& res, const Json& body) {
     run_job(build_chat_request(body, *tok, request_limits()), true, req, res);
   });
   auto completion = with_body([this](const httplib::Request& req, httplib::Response& res, const Json& body) {
     run_job(build_completion_request(body, *tok, request_limits()), false, req, res);
   });
-  h.Post("/v1/chat/completions", chat);
-  h.Post("/chat/completions", chat);
-  h.Post("/v1/completions", completion);
-  h.Post("/completions", completion);
+  http.Post("/v1/chat/completions", chat);
+  http.Post("/chat/completions", chat);
+  http.Post("/v1/completions", completion);
+  http.Post("/completions", completion);
+}
 
+void Server::Impl::information_routes() {
+  HttpServer& h = http;
   auto health = [](const httplib::Request&, httplib::Response& res) {
     send_json(res, Json{{"status", "ok"}});
   };
@@ -801,78 +839,86 @@ void Server::Impl::routes() {
       });
     }
   }
+}
 
-  h.Post("/tokenize", with_body([this](const httplib::Request&, httplib::Response& res, const Json& body) {
-           const Json& content = body.contains("content") ? body["content"] : Json();
-           if (!content.is_string()) bad_request("content", "'content' must be a string");
-           auto flag = [&](const char* name, bool def) {
-             if (!body.contains(name) || body[name].is_null()) return def;
-             if (!body[name].is_boolean()) bad_request(name, "'{}' must be a boolean", name);
-             return body[name].get<bool>();
-           };
-           bool add_special = flag("add_special", false), parse_special = flag("parse_special", true);
-           bool with_pieces = flag("with_pieces", false);
-           std::vector<int32_t> ids =
-               tok->encode(content.get_ref<const std::string&>(), parse_special, add_special);
-           // Written as text, not built as a Json tree: a tree costs ~240 bytes per token (2 MB of
-           // text: +512 MB), the text a few dozen.
-           std::string out = "{\"tokens\":[";
-           out.reserve(out.size() + ids.size() * (with_pieces ? 24 : 6));
-           for (size_t i = 0; i < ids.size(); ++i) {
-             if (i) out += ',';
-             const int32_t id = ids[i];
-             if (!with_pieces) {
-               out += std::to_string(id);
-               continue;
-             }
-             const std::string& piece = tok->token_bytes(id);
-             out += "{\"id\":" + std::to_string(id) + ",\"piece\":";
-             if (text::utf8_sanitize(piece) == piece) {
-               out += dump(Json(piece));
-             } else {
-               out += '[';
-               for (size_t b = 0; b < piece.size(); ++b)
-                 out += (b ? "," : "") + std::to_string(static_cast<unsigned char>(piece[b]));
-               out += ']';
-             }
-             out += '}';
-           }
-           out += "]}";
-           res.status = 200;
-           res.set_content(std::move(out), kJson);
-         }));
-  h.Post("/detokenize", with_body([this](const httplib::Request&, httplib::Response& res, const Json& body) {
-           const Json& tokens = body.contains("tokens") ? body["tokens"] : Json();
-           if (!tokens.is_array()) bad_request("tokens", "'tokens' must be an array of token ids");
-           if (tokens.size() > kMaxDetokenizeIds)
-             bad_request("tokens", "'tokens' has {} ids; at most {} are accepted per request", tokens.size(),
-                         kMaxDetokenizeIds);
-           std::vector<int32_t> ids;
-           ids.reserve(tokens.size());
-           const int64_t n_vocab = static_cast<int64_t>(tok->n_vocab());
-           for (const Json& t : tokens) {
-             if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= n_vocab)
-               bad_request("tokens", "token ids must be integers in 0…{}", n_vocab - 1);
-             ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
-           }
-           // Written as text, like /tokenize: a Json value holding the text, then its dump, held
-           // three copies of it at once (1.5 M ids: +145 MiB).
-           std::string content = tok->decode(ids, true);
-           std::vector<int32_t>().swap(ids);
-           if (!text::unicode::is_valid_utf8(content)) content = text::utf8_sanitize(content);  // U+FFFD
-           std::string out;
-           out.reserve(content.size() + content.size() / 8 + 16);
-           out += "{\"content\":";
-           append_json_string(out, content);
-           out += '}';
-           std::string().swap(content);
-           res.status = 200;
-           res.set_content(std::move(out), kJson);
-         }));
-  h.Post("/apply-template",
-         with_body([this](const httplib::Request&, httplib::Response& res, const Json& body) {
-           send_json(res, Json{{"prompt", render_chat_prompt(body, opts.limits)}});
-         }));
+void Server::Impl::token_routes() {
+  http.Post("/tokenize", with_body([this](const httplib::Request&, httplib::Response& res, const Json& body) {
+              tokenize(body, res);
+            }));
+  http.Post("/detokenize", with_body([this](const httplib::Request&, httplib::Response& res,
+                                            const Json& body) { detokenize(body, res); }));
+  http.Post("/apply-template",
+            with_body([this](const httplib::Request&, httplib::Response& res, const Json& body) {
+              send_json(res, Json{{"prompt", render_chat_prompt(body, opts.limits)}});
+            }));
+}
+
+void Server::Impl::tokenize(const Json& body, httplib::Response& res) {
+  const Json& content = body.contains("content") ? body["content"] : Json();
+  if (!content.is_string()) bad_request("content", "'content' must be a string");
+  auto flag = [&](const char* name, bool def) {
+    if (!body.contains(name) || body[name].is_null()) return def;
+    if (!body[name].is_boolean()) bad_request(name, "'{}' must be a boolean", name);
+    return body[name].get<bool>();
+  };
+  bool add_special = flag("add_special", false), parse_special = flag("parse_special", true);
+  bool with_pieces = flag("with_pieces", false);
+  std::vector<int32_t> ids = tok->encode(content.get_ref<const std::string&>(), parse_special, add_special);
+  // Written as text, not built as a Json tree: a tree costs ~240 bytes per token (2 MB of
+  // text: +512 MB), the text a few dozen.
+  std::string out = "{\"tokens\":[";
+  out.reserve(out.size() + ids.size() * (with_pieces ? 24 : 6));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) out += ',';
+    const int32_t id = ids[i];
+    if (!with_pieces) {
+      out += std::to_string(id);
+      continue;
+    }
+    const std::string& piece = tok->token_bytes(id);
+    out += "{\"id\":" + std::to_string(id) + ",\"piece\":";
+    if (text::utf8_sanitize(piece) == piece) {
+      out += dump(Json(piece));
+    } else {
+      out += '[';
+      for (size_t b = 0; b < piece.size(); ++b)
+        out += (b ? "," : "") + std::to_string(static_cast<unsigned char>(piece[b]));
+      out += ']';
+    }
+    out += '}';
+  }
+  out += "]}";
+  res.status = 200;
+  res.set_content(std::move(out), kJson);
+}
+
+void Server::Impl::detokenize(const Json& body, httplib::Response& res) {
+  const Json& tokens = body.contains("tokens") ? body["tokens"] : Json();
+  if (!tokens.is_array()) bad_request("tokens", "'tokens' must be an array of token ids");
+  if (tokens.size() > kMaxDetokenizeIds)
+    bad_request("tokens", "'tokens' has {} ids; at most {} are accepted per request", tokens.size(),
+                kMaxDetokenizeIds);
+  std::vector<int32_t> ids;
+  ids.reserve(tokens.size());
+  const int64_t n_vocab = static_cast<int64_t>(tok->n_vocab());
+  for (const Json& t : tokens) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= n_vocab)
+      bad_request("tokens", "token ids must be integers in 0…{}", n_vocab - 1);
+    ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
+  }
+  // Written as text, like /tokenize: a Json value holding the text, then its dump, held
+  // three copies of it at once (1.5 M ids: +145 MiB).
+  std::string content = tok->decode(ids, true);
+  std::vector<int32_t>().swap(ids);
+  if (!text::unicode::is_valid_utf8(content)) content = text::utf8_sanitize(content);  // U+FFFD
+  std::string out;
+  out.reserve(content.size() + content.size() / 8 + 16);
+  out += "{\"content\":";
+  append_json_string(out, content);
+  out += '}';
+  std::string().swap(content);
+  res.status = 200;
+  res.set_content(std::move(out), kJson);
 }
 
 }  // namespace k3::server
