@@ -18,7 +18,8 @@ std::string terminal_safe(std::string_view s);
 
 class AnswerPrinter {
  public:
-  AnswerPrinter(bool color, bool sanitize, std::FILE* out = stdout) : color_(color), sanitize_(sanitize), out_(out) {}
+  AnswerPrinter(bool color, bool sanitize, std::FILE* out = stdout)
+      : color_(color), sanitize_(sanitize), out_(out) {}
   void show(const text::ParseDelta& d);
   void end();
 

@@ -29,7 +29,7 @@ class Scheduler;
 namespace k3::text {
 class Tokenizer;
 struct ChatTemplateInput;
-}
+}  // namespace k3::text
 
 namespace k3::cli {
 

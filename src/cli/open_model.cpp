@@ -46,7 +46,8 @@ OpenedModel open_model(const std::string& path, VocabNeed need, std::string_view
 
 void add_engine_flags(CLI::App& app, EngineFlags& f, const std::string& ctx_help) {
   app.add_option("-t,--threads", f.threads, "threads (default: the machine's default)");
-  app.add_option("-c,--ctx-size,--ctx", f.n_ctx, fmt::format("{} (default {}; 0: the model's)", ctx_help, f.n_ctx));
+  app.add_option("-c,--ctx-size,--ctx", f.n_ctx,
+                 fmt::format("{} (default {}; 0: the model's)", ctx_help, f.n_ctx));
   app.add_option("--cache-type", f.cache_type, "MLA cache precision: f32 or f16 (default f32)");
   add_memory_flags(app, f.memory);
 }

@@ -8,8 +8,8 @@
 
 namespace k3::server {
 
-Event run_job(Scheduler& sched, const std::shared_ptr<Job>& job, const std::function<void(const Event&)>& on_event,
-              const std::function<bool()>& interrupted) {
+Event run_job(Scheduler& sched, const std::shared_ptr<Job>& job,
+              const std::function<void(const Event&)>& on_event, const std::function<bool()>& interrupted) {
   sched.submit(job);
   for (;;) {
     Event e;

@@ -15,7 +15,8 @@ namespace k3::server {
 
 class Scheduler;
 
-Event run_job(Scheduler& sched, const std::shared_ptr<Job>& job, const std::function<void(const Event&)>& on_event,
+Event run_job(Scheduler& sched, const std::shared_ptr<Job>& job,
+              const std::function<void(const Event&)>& on_event,
               const std::function<bool()>& interrupted = {});
 
 }  // namespace k3::server

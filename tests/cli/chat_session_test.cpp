@@ -25,7 +25,8 @@ using text::Json;
 namespace {
 
 struct Tiny {
-  std::shared_ptr<model::Model> model = model::Model::load(std::string(K3_MODELS_DIR) + "/k3-tiny/k3-tiny-Q8_0.gguf");
+  std::shared_ptr<model::Model> model =
+      model::Model::load(std::string(K3_MODELS_DIR) + "/k3-tiny/k3-tiny-Q8_0.gguf");
   std::shared_ptr<const text::Tokenizer> tok = text::Tokenizer::from_gguf(model->gguf());
 };
 
@@ -50,7 +51,9 @@ ChatOptions greedy_no_think(int64_t max_tokens = 24) {
   return co;
 }
 
-void user(ChatSession& c, const std::string& text) { c.messages.push_back(Json{{"role", "user"}, {"content", text}}); }
+void user(ChatSession& c, const std::string& text) {
+  c.messages.push_back(Json{{"role", "user"}, {"content", text}});
+}
 
 }  // namespace
 
@@ -60,7 +63,8 @@ TEST(ChatSession, AFollowUpResumesFromTheLastAnswersState) {
   std::string err, shown;
   auto show = [&](const text::ParseDelta& d) { shown += d.content; };
   user(chat, "hi");
-  std::optional<TurnStats> a = chat.answer(show, [] { return false; }, err);
+  std::optional<TurnStats> a = chat.answer(
+      show, [] { return false; }, err);
   ASSERT_TRUE(a) << err;
   EXPECT_EQ(a->n_cached, 0);
   ASSERT_GT(a->n_generated, 0);
@@ -86,9 +90,7 @@ TEST(ChatSession, AStopBeforeTheFirstTokenAppendsNothing) {
   ASSERT_TRUE(st) << err;
   EXPECT_EQ(st->stop, text::StopReason::Interrupted);
   EXPECT_LE(st->n_generated, 1);  // the request is seen at the scheduler's next step
-  if (st->n_generated == 0) {
-    EXPECT_EQ(chat.messages.size(), 1u);
-  }
+  if (st->n_generated == 0) { EXPECT_EQ(chat.messages.size(), 1u); }
 }
 
 TEST(ChatSession, ErrorsLeaveTheConversationAsItWas) {
@@ -118,7 +120,8 @@ TEST(ChatSession, AJsonSchemaHoldsTheContent) {
   server::Scheduler sched(tiny().model, tiny().tok, one_slot());
   ChatOptions co = greedy_no_think(200);
   co.constraint =
-      Json{{"json_schema", {{"type", "object"}, {"properties", {{"n", {{"type", "integer"}}}}}, {"required", {"n"}}}}};
+      Json{{"json_schema",
+            {{"type", "object"}, {"properties", {{"n", {{"type", "integer"}}}}}, {"required", {"n"}}}}};
   ChatSession chat(sched, *tiny().tok, co);
   user(chat, "give me a number");
   std::string err;
@@ -130,7 +133,9 @@ TEST(ChatSession, AJsonSchemaHoldsTheContent) {
 }
 
 TEST(AnswerPrinter, TerminalControlsNeverPassThrough) {
-  EXPECT_EQ(terminal_safe("a\x1b[2Jb\rc\xc2\x9b"), "a\xef\xbf\xbd[2Jb\xef\xbf\xbd" "c\xef\xbf\xbd");
+  EXPECT_EQ(terminal_safe("a\x1b[2Jb\rc\xc2\x9b"),
+            "a\xef\xbf\xbd[2Jb\xef\xbf\xbd"
+            "c\xef\xbf\xbd");
   EXPECT_EQ(terminal_safe("tab\tnew\nline"), "tab\tnew\nline");
   char buf[256] = {};
   std::FILE* f = fmemopen(buf, sizeof buf, "w");
