@@ -254,7 +254,7 @@ int cmd_serve(int argc, char** argv) {
   if (f.o.model_alias.empty() || f.o.model_alias == "k3")
     f.o.model_alias = m.embedded ? kEmbeddedModelName : file_stem(f.model_path);
   f.o.model_path = f.model_path;
-  if (!scripts.empty()) f.o.answers = server::scripted_answers(*m.tok, scripts);
+  if (!scripts.empty()) f.o.sched.answers = server::scripted_answers(*m.tok, scripts);
   // Signals are taken by one thread with sigwait, so no handler runs inside library code. Blocked
   // before any thread starts (MPI's own included), so that every thread inherits the mask.
   sigset_t sigs;

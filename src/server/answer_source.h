@@ -1,8 +1,9 @@
 // server/answer_source: where a job's answer tokens come from when the model does not sample
 // them — the seam through which tests give the server fixed answers, so that what surrounds
 // generation (parsing into reasoning/content/tool calls, streaming, stops, limits, cancelling)
-// can be checked exactly. A production server has none (ServerOptions::answers is null).
-// Contract: next_answer() is called once per job, from HTTP worker threads (thread-safe); the
+// can be checked exactly. A production server has none (SchedulerOptions::answers is null).
+// Contract: next_answer() is called once per job, on the scheduler's thread when the job starts (it
+// must be thread-safe: several schedulers may share one source); the
 // job's tokens are its ids in order, fed through the model and the output parser as if
 // sampled, and the turn ends after the last one.
 #pragma once

@@ -16,13 +16,15 @@ using text::TokenKind;
 
 Generation::Generation(Job& job, const text::Tokenizer* tok, const chat::VocabRoles& roles,
                        int64_t max_tokens, std::shared_ptr<const grammar::TokenVocab> gvocab,
-                       const grammar::MatcherLimits* glim, std::function<void()> on_mask_ready)
+                       const grammar::MatcherLimits* glim, std::function<void()> on_mask_ready,
+                       std::optional<std::vector<int32_t>> script)
     : job_(job),
       tok_(tok),
       roles_(roles),
       max_tokens_(max_tokens),
       sampler_(job.params.sampler),
-      stop_(job.params.stop) {
+      stop_(job.params.stop),
+      script_(std::move(script)) {
   if (job.grammar) {
     if (!gvocab) fail("generation: a grammar needs the matcher's vocabulary");
     grammar::MatcherLimits lim = glim ? *glim : grammar::MatcherLimits{};
@@ -67,8 +69,8 @@ int32_t Generation::choose(std::span<const float> logits) {
     forced_.pop_front();
     return t;
   }
-  if (job_.script) {
-    if (script_pos_ < job_.script->size()) return (*job_.script)[script_pos_++];
+  if (script_) {
+    if (script_pos_ < script_->size()) return (*script_)[script_pos_++];
     return roles_.end_token(tok_);
   }
   if (matcher_) {

@@ -1,8 +1,8 @@
 // server/generation: the per-slot state of one running request, between the engine's logits
 // and the request's channel.
 // Contract: the scheduler asks choose() for the next token (a reasoning-budget injection first,
-// then the test-only script, else the sampler) and hands it to accept(), which turns it into
-// channel events: chat output goes token by token through the XTML output parser (markers by id,
+// then the answer an AnswerSource gave (tests), else the sampler) and hands it to accept(), which turns it
+// into channel events: chat output goes token by token through the XTML output parser (markers by id,
 // docs/CHAT-FORMAT.md, "Output parser"), raw completions through UTF-8-safe detokenization (control
 // tokens render as nothing). Stop strings are matched on the generated text before either. accept()
 // returns true once the request is over; it has then pushed exactly one Done. Usage counts every
@@ -55,7 +55,8 @@ class Generation {
   // tok: null for a model without a vocabulary (raw completions of token ids only).
   Generation(Job& job, const text::Tokenizer* tok, const chat::VocabRoles& roles, int64_t max_tokens,
              std::shared_ptr<const grammar::TokenVocab> gvocab = nullptr,
-             const grammar::MatcherLimits* glim = nullptr, std::function<void()> on_mask_ready = {});
+             const grammar::MatcherLimits* glim = nullptr, std::function<void()> on_mask_ready = {},
+             std::optional<std::vector<int32_t>> script = std::nullopt);
   ~Generation();
 
   // The next token, or kWaiting (the logits are kept for resume()).
@@ -91,6 +92,7 @@ class Generation {
   std::unique_ptr<MaskWorker> matcher_;
   std::vector<float> held_logits_;  // the logits of a choose() that answered kWaiting
   std::deque<int32_t> forced_;
+  std::optional<std::vector<int32_t>> script_;  // an AnswerSource's tokens, in place of sampling
   size_t script_pos_ = 0;
   int64_t n_generated_ = 0;
   Usage usage_;

@@ -106,8 +106,6 @@ struct Job {
   // Constrained decoding (response_format, strict tools, grammar, json_schema): the grammar
   // of the whole output; null: unconstrained.
   std::shared_ptr<const grammar::Grammar> grammar;
-  // Set when the server has an AnswerSource: the answer's tokens, in place of sampling.
-  std::optional<std::vector<int32_t>> script;
   Clock::time_point deadline = Clock::time_point::max();
   std::atomic<bool> cancelled{false};
   // Set by a caller that wants the answer so far (Ctrl-C in the CLI): the job ends at the

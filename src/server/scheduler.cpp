@@ -394,8 +394,11 @@ void Scheduler::start_generations(std::vector<Slot>& slots, StepCounts& c) {
         grammar::MatcherLimits glim;
         glim.max_bytes = opts_.grammar_bytes;
         glim.max_cpu_per_token = std::chrono::milliseconds(opts_.grammar_cpu_ms);
-        s.gen = std::make_unique<Generation>(*s.job, tok_.get(), roles_, s.job->params.max_tokens, gvocab_,
-                                             &glim, [this] { wake(); });
+        std::optional<std::vector<int32_t>> script;
+        if (opts_.answers) script = opts_.answers->next_answer();
+        s.gen = std::make_unique<Generation>(
+            *s.job, tok_.get(), roles_, s.job->params.max_tokens, gvocab_, &glim, [this] { wake(); },
+            std::move(script));
       });
 }
 

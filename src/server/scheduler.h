@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/answer_source.h"
 #include "server/job.h"
 #include "chat/vocab_roles.h"
 #include "model/sequence_state.h"
@@ -58,6 +59,10 @@ struct SchedulerOptions {
   bool prompt_cache = true;  // keep n_slots prompt snapshots for reuse
   int64_t n_ubatch = 0;      // forward micro-batch; 0: the engine's default
   model::CacheType cache_type = model::CacheType::F32;
+  // null: the model samples every answer. Tests (and `k3 serve --scripted-output`) install a
+  // source of fixed answers here (server/answer_source.h); each job takes the next one when it
+  // starts.
+  std::shared_ptr<AnswerSource> answers;
   model::Collective* collective = nullptr;  // a distributed run (model/collective.h); null: one process
   // A constrained request's grammar matcher, per slot (server/mask_worker.h): what it may
   // hold, and the CPU time one token's mask may take on its worker thread.

@@ -377,7 +377,6 @@ void Server::shutdown() {
 void Server::Impl::run_job(BuiltRequest b, bool chat, const httplib::Request& req, httplib::Response& res) {
   std::shared_ptr<Job> job = b.job;
   job->deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(opts.timeout_s * 1000));
-  if (opts.answers) job->script = opts.answers->next_answer();
   if (chat) job->parser.call_id_prefix = random_id("call_", 12) + "_";
   sched->submit(job);  // ApiError 503 when busy
   // A cache_key made for this request ("cache_key": "new") goes back in a header (streams

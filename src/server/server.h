@@ -9,7 +9,7 @@
 // pipelining). Endpoints, request fields and error shapes are documented in docs/serve.md
 // (docs/serve.md). Loopback is the default bind. With an API key every endpoint except /health
 // and /v1/models (and the chat page's files, which hold no data) requires
-// `Authorization: Bearer KEY`. Tests replace sampling through ServerOptions::answers
+// `Authorization: Bearer KEY`. Tests replace sampling through SchedulerOptions::answers
 // (server/answer_source.h).
 #pragma once
 
@@ -69,9 +69,6 @@ struct ServerOptions {
   // Compiled grammars held by queued and running requests, all together (chat/grammar_ledger.h);
   // past it a constrained request is a 503. Each grammar alone is at most GbnfLimits::max_bytes.
   size_t max_grammar_bytes = 128u << 20;
-  // null: the model samples every answer. Tests (and `k3 serve --scripted-output`) install a
-  // source of fixed answers here (server/answer_source.h).
-  std::shared_ptr<AnswerSource> answers;
 };
 
 class Server {

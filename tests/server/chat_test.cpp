@@ -33,7 +33,7 @@ Json weather_tools() {
 ServerOptions scripted_options(const std::vector<std::string>& scripts) {
   ServerOptions o = default_options();
   o.sched.n_ctx = 4096;  // tool declarations and history render long in a byte vocabulary
-  o.answers = scripted(scripts);
+  o.sched.answers = scripted(scripts);
   return o;
 }
 

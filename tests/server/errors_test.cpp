@@ -133,7 +133,7 @@ TEST(ServerErrors, UnsupportedInputIsRefusedNotIgnored) {
 
 TEST(ServerErrors, HugeMaxTokensIsCappedToTheContext) {
   ServerOptions o = default_options();
-  o.answers =
+  o.sched.answers =
       scripted({"x<|close|>think<|sep|><|open|>response<|sep|>ok<|close|>message<|sep|><|end_of_msg|>"});
   TestServer s(o);
   Json r = user_chat("hi");
@@ -242,7 +242,7 @@ TEST(ServerErrors, ApiKey) {
 TEST(ServerErrors, TimeoutIsReportedAsAnError) {
   ServerOptions o = default_options();
   o.timeout_s = 0.3;
-  o.answers = scripted({std::string(900, 'z')});  // ~900 decode steps
+  o.sched.answers = scripted({std::string(900, 'z')});  // ~900 decode steps
   TestServer s(o);
   auto r = s.post("/v1/chat/completions", user_chat("hi"));
   expect_error(r, 408, "timeout_error");
@@ -279,7 +279,7 @@ void stream_and_drop(int port, const std::string& body) {
 TEST(ServerErrors, ClientDisconnectMidStreamCancelsTheRequest) {
   ServerOptions o = default_options();
   o.sched.n_ctx = 8192;
-  o.answers = scripted({std::string(6000, 'y')});
+  o.sched.answers = scripted({std::string(6000, 'y')});
   o.sched.n_slots = 1;
   TestServer s(o);
   Json r = user_chat("hi");
@@ -305,7 +305,7 @@ void post_and_hang_up(int port, const std::string& body) {
 TEST(ServerErrors, ClientDisconnectNonStreamingCancelsTheRequest) {
   ServerOptions o = default_options();
   o.sched.n_ctx = 8192;
-  o.answers = scripted({std::string(6000, 'y')});
+  o.sched.answers = scripted({std::string(6000, 'y')});
   o.sched.n_slots = 1;
   TestServer s(o);
   post_and_hang_up(s.port(), user_chat("hi").dump());
@@ -323,7 +323,7 @@ TEST(ServerShutdown, RunningRequestsFinishAndNewOnesAreRefused) {
   ServerOptions o = default_options();
   o.sched.n_ctx = 4096;
   const std::string script(400, 'z');
-  o.answers = scripted({script});
+  o.sched.answers = scripted({script});
   o.drain_s = 60;
   TestServer s(o);
   std::pair<int, Json> streamed_result, plain_result;
@@ -358,7 +358,7 @@ TEST(ServerShutdown, RunningRequestsFinishAndNewOnesAreRefused) {
 TEST(ServerShutdown, DrainTimeoutEndsWhatIsLeftWith503) {
   ServerOptions o = default_options();
   o.sched.n_ctx = 8192;
-  o.answers = scripted({std::string(6000, 'y')});
+  o.sched.answers = scripted({std::string(6000, 'y')});
   o.drain_s = 0.3;
   TestServer s(o);
   std::pair<int, Json> r;
