@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the project's Markdown: every relative link and every repository path written in
 backticks names something that exists, every #anchor names a heading of its page, and the
-reader-facing docs (README.md, ARCHITECTURE.md, docs/) cite no tracker numbers, which a reader
+reader-facing docs (README.md, ARCHITECTURE.md, docs/, bench/) cite no tracker numbers, which a reader
 of the repository cannot follow.
 
 Usage: check_docs.py ROOT        check the tree at ROOT (exit 1 with one line per problem)
@@ -18,7 +18,7 @@ from lint_main import lint_main  # noqa: E402
 # Pages checked: every Markdown file outside dependencies and build outputs.
 SKIP_DIRS = {".git", "node_modules", "third_party", "build", ".cache"}
 # Reader-facing pages, where "issue 19" means nothing to the reader.
-NO_TRACKER = ("README.md", "ARCHITECTURE.md", "docs/")
+NO_TRACKER = ("README.md", "ARCHITECTURE.md", "docs/", "bench/")
 # Backticked text that starts like one of these is a repository path.
 PATH_ROOTS = ("src/", "docs/", "tests/", "scripts/", "bench/", "train/", "fuzz/", "models/", ".ci/")
 

@@ -72,13 +72,8 @@ std::optional<TurnStats> ChatSession::answer(const std::function<void(const text
   job->snapshot_at = prompt.history_end;
   job->parser.thinking = prompt.thinking;
   job->parser.tools = opt_.tools;
-  server::GenParams& gp = job->params;
-  gp.sampler = opt_.sampler;
-  gp.sampler.seed = opt_.sampler.seed + n_answers_++;  // /regen draws a different answer
-  gp.max_tokens = opt_.max_tokens;
-  gp.ignore_eos = opt_.ignore_eos;
-  gp.reasoning_budget = opt_.reasoning_budget;
-  gp.reasoning_budget_message = opt_.reasoning_budget_message;
+  job->params = opt_.params;
+  job->params.sampler.seed += n_answers_++;  // /regen draws a different answer
   // --grammar / --json-schema / strict tools: the constraint a chat request with those
   // fields gets from k3 serve (the reasoning stays free).
   try {

@@ -19,13 +19,13 @@
 #include <optional>
 #include <string>
 
-#include "runtime/sampler.h"
+#include "server/job.h"
 #include "text/json_py.h"
 #include "text/output_parser.h"
 
 namespace k3::server {
 class Scheduler;
-}
+}  // namespace k3::server
 namespace k3::text {
 class Tokenizer;
 struct ChatTemplateInput;
@@ -34,11 +34,9 @@ struct ChatTemplateInput;
 namespace k3::cli {
 
 struct ChatOptions {
-  int64_t max_tokens = 1024;
-  bool ignore_eos = false;
-  int64_t reasoning_budget = -1;
-  std::string reasoning_budget_message;
-  runtime::SamplerParams sampler;                // seed: the first answer's; answer i uses seed + i
+  // Every answer's generation parameters, as a request's (server/job.h). sampler.seed is the
+  // first answer's; answer i uses seed + i.
+  server::GenParams params;
   text::Json vars = text::Json::object();        // template variables (thinking, thinking_effort)
   text::Json tools;                              // OpenAI tools array or null
   text::Json constraint = text::Json::object();  // {"grammar": …} or {"json_schema": …}

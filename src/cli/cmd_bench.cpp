@@ -11,6 +11,7 @@
 #include "cli/dist_flags.h"
 #include "cli/legacy_flags.h"
 #include "cli/memory_flags.h"
+#include "cli/open_model.h"
 #include "cli/parse_args.h"
 #include "tools/bench/bench.h"
 
@@ -20,7 +21,9 @@ int cmd_bench(int argc, char** argv) {
   CLI::App app{"Measure prompt-processing and generation throughput against the memory roofline", "k3 bench"};
   tools::BenchOptions o;
   bool json = false, no_bw = false;
-  app.add_option("-m,--model", o.model_path, "GGUF model file (first shard of a split set)")->required();
+  std::string model_path;
+  app.add_option("-m,--model", model_path,
+                 "GGUF model file (first shard of a split set); default: the embedded k3-tiny");
   app.add_option("-p,--n-prompt", o.n_prompt, "prompt tokens for the pp test (0: skip)")
       ->capture_default_str();
   app.add_option("-n,--n-gen", o.n_gen, "generated tokens for the tg test (0: skip)")->capture_default_str();
@@ -69,7 +72,9 @@ int cmd_bench(int argc, char** argv) {
   }
   o.collective = start_dist(dist_flags);
   if (o.collective) o.memory.for_distributed_rank();
-  const tools::BenchResult r = tools::run_bench(o);
+  OpenedModel m = open_model(model_path, VocabNeed::Optional, "bench");
+  o.model_path = m.name;
+  const tools::BenchResult r = tools::run_bench(o, m.model);
   if (r.followed) return 0;  // a rank other than 0 of a distributed run: rank 0 reports
   if (json) fmt::print("{}\n", tools::bench_json(r));
   else fmt::print("{}", tools::bench_table(r));

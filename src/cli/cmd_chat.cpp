@@ -53,7 +53,9 @@ int cmd_chat(int argc, char** argv) {
   std::string model_path, system_prompt, effort, tools_path;
   std::optional<uint64_t> seed;
   ChatOptions co;
-  runtime::SamplerParams& sp = co.sampler;
+  server::GenParams& gp = co.params;
+  runtime::SamplerParams& sp = gp.sampler;
+  gp.max_tokens = 1024;
   int64_t n_ubatch = 512;
   bool no_think = false, no_color = false, no_prompt_cache = false;
 
@@ -62,13 +64,13 @@ int cmd_chat(int argc, char** argv) {
   app.add_option("--reasoning-effort", effort,
                  "none|minimal|low|medium|high|xhigh|max (the template's low/high/max; none = --no-think)");
   app.add_flag("--no-think", no_think, "thinking off: the answer opens the response channel directly");
-  app.add_option("--reasoning-budget", co.reasoning_budget,
+  app.add_option("--reasoning-budget", gp.reasoning_budget,
                  "think tokens per answer before the reasoning is closed for it (default -1: unlimited)");
-  app.add_option("--reasoning-budget-message", co.reasoning_budget_message,
+  app.add_option("--reasoning-budget-message", gp.reasoning_budget_message,
                  "text written into the reasoning before a forced close (default none)");
   app.add_option("--tools", tools_path,
                  "OpenAI tools array JSON the model may call (calls are shown, not run)");
-  app.add_option("-n,--max-tokens,--n-predict", co.max_tokens,
+  app.add_option("-n,--max-tokens,--n-predict", gp.max_tokens,
                  "tokens per answer (default 1024; -1: until the end of the turn or a full context)");
   add_sampling_flags(app, sp);
   app.add_option("--seed", seed,
@@ -78,7 +80,7 @@ int cmd_chat(int argc, char** argv) {
   app.add_option("-u,--ubatch", n_ubatch, "prompt tokens per forward micro-batch (default 512)");
   app.add_flag("--no-prompt-cache", no_prompt_cache,
                "keep one engine sequence instead of two (less memory; more of each prompt is re-read)");
-  app.add_flag("--ignore-eos", co.ignore_eos, "do not stop at the end of the turn (tests, benchmarks)");
+  app.add_flag("--ignore-eos", gp.ignore_eos, "do not stop at the end of the turn (tests, benchmarks)");
   app.add_flag("--no-color", no_color, "plain [think] markers, no ANSI colours (also NO_COLOR=1)");
   GrammarFlags grammar_flags;
   add_grammar_flags(app, grammar_flags);
@@ -89,7 +91,7 @@ int cmd_chat(int argc, char** argv) {
   store::MemoryOptions mem;
   if (std::string err = apply(ef, so, mem); !err.empty()) return usage_error(err);
   if (n_ubatch < 1) return usage_error("--ubatch must be >= 1");
-  if (co.max_tokens == 0 || co.max_tokens < -1)
+  if (gp.max_tokens == 0 || gp.max_tokens < -1)
     return usage_error("--max-tokens must be >= 1 (or -1: no limit)");
   bool thinking = !no_think;
   if (!effort.empty()) {

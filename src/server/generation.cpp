@@ -118,10 +118,13 @@ void Generation::feed_text(std::string_view bytes) {
   }
   std::string s = utf8_.push(bytes);
   // With a vocabulary an event carries text (ids ride along); without one, ids are all there is.
-  if (s.empty() && (tok_ || raw_ids_.empty())) return;
+  if (!s.empty() || (!tok_ && !raw_ids_.empty())) push_raw(std::move(s));
+}
+
+void Generation::push_raw(std::string text) {
   Event e;
   e.kind = Event::Kind::Delta;
-  e.text = std::move(s);
+  e.text = std::move(text);
   e.tokens = std::move(raw_ids_);
   raw_ids_.clear();
   job_.channel.push(std::move(e));
@@ -176,14 +179,7 @@ bool Generation::finish(StopReason why) {
     e.finish_reason = parser_->result().finish_reason;
   } else {
     std::string tail = utf8_.flush();
-    if (!tail.empty() || !raw_ids_.empty()) {
-      Event t;
-      t.kind = Event::Kind::Delta;
-      t.text = std::move(tail);
-      t.tokens = std::move(raw_ids_);
-      raw_ids_.clear();
-      job_.channel.push(std::move(t));
-    }
+    if (!tail.empty() || !raw_ids_.empty()) push_raw(std::move(tail));
     e.finish_reason = text::is_cut(why) ? "length" : "stop";
   }
   usage_.completion_tokens = n_generated_;

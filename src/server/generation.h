@@ -78,6 +78,7 @@ class Generation {
   bool finish(text::StopReason why);
   void feed_text(std::string_view bytes);
   void push_delta(text::ParseDelta&& d);
+  void push_raw(std::string text);  // a raw completion's text and the ids not yet sent
 
   Job& job_;
   const text::Tokenizer* tok_;

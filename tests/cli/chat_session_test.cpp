@@ -45,8 +45,8 @@ server::SchedulerOptions one_slot(int64_t n_ctx = 1024) {
 
 ChatOptions greedy_no_think(int64_t max_tokens = 24) {
   ChatOptions co;
-  co.sampler.temperature = 0;
-  co.max_tokens = max_tokens;
+  co.params.sampler.temperature = 0;
+  co.params.max_tokens = max_tokens;
   co.vars["thinking"] = false;
   return co;
 }

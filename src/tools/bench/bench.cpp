@@ -418,9 +418,8 @@ void remeasure_bandwidth(const BenchOptions& opt, BenchResult& r) {
 
 }  // namespace
 
-BenchResult run_bench(const BenchOptions& opt) {
+BenchResult run_bench(const BenchOptions& opt, std::shared_ptr<model::Model> m) {
   check_options(opt);
-  std::shared_ptr<model::Model> m = model::Model::load(opt.model_path);
   BenchResult r = describe_model(*m, opt.model_path);
   model::ForwardProfile prof;
   const runtime::EngineOptions eo = engine_options(opt, prof);

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,8 @@ class GgufFile;
 
 namespace k3::model {
 class Collective;
-}
+class Model;
+}  // namespace k3::model
 
 namespace k3::tools {
 
@@ -153,7 +155,8 @@ struct BenchResult {
   double disk_bw = 0;         // measured O_DIRECT sequential read, bytes/s (0: not measured)
 };
 
-BenchResult run_bench(const BenchOptions& opt);
+// `m`: the model to measure, opened by the caller (opt.model_path names it in the report).
+BenchResult run_bench(const BenchOptions& opt, std::shared_ptr<model::Model> m);
 // Expert tensors are the blk.N.ffn_{gate,up,down}_exps ones (n_expert slices each).
 WeightBytes weight_bytes_of(const gguf::GgufFile& f, uint32_t n_expert, uint32_t n_expert_used);
 

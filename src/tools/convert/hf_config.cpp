@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/read_file.h"
 #include "model/hparams.h"
+#include "model/hparams_of.h"
 #include "model/schema.h"
 
 namespace k3::tools {
@@ -157,41 +158,7 @@ K3HfConfig read_k3_config(const std::string& path) {
 }
 
 model::HParams k3_hparams(const K3HfConfig& c) {
-  model::HParams hp;
-  hp.n_vocab = c.n_vocab;
-  hp.n_ctx_train = c.n_ctx_train;
-  hp.n_embd = c.n_embd;
-  hp.n_layer = c.n_layer;
-  hp.n_ff = c.n_ff;
-  hp.n_head = c.n_head;
-  // head_count_kv marks the layer kind: 1 for MLA (one latent KV head), 0 for KDA.
-  for (uint32_t il = 0; il < c.n_layer; ++il) {
-    hp.n_head_kv.push_back(c.is_mla[il] ? 1 : 0);
-    hp.kind.push_back(c.is_mla[il] ? model::LayerKind::MLA : model::LayerKind::KDA);
-  }
-  hp.rms_eps = c.rms_eps;
-  hp.n_embd_head_k = c.kv_lora_rank + c.n_rot;
-  hp.n_rot = c.n_rot;
-  hp.n_embd_head_k_mla = c.qk_nope + c.n_rot;
-  hp.n_embd_head_v_mla = c.n_embd_head_v_mla;
-  hp.q_lora_rank = c.q_lora_rank;
-  hp.kv_lora_rank = c.kv_lora_rank;
-  hp.ssm_conv_kernel = c.ssm_conv_kernel;
-  hp.kda_head_dim = c.kda_head_dim;
-  hp.kda_gate_lower_bound = c.kda_gate_lower_bound;
-  hp.n_expert = c.n_expert;
-  hp.n_expert_used = c.n_expert_used;
-  hp.n_ff_exp = c.n_ff_exp;
-  hp.n_expert_shared = c.n_expert_shared;
-  hp.n_layer_dense_lead = c.n_layer_dense_lead;
-  hp.expert_weights_scale = c.expert_weights_scale;
-  hp.expert_weights_norm = c.expert_weights_norm;
-  hp.expert_gating_func = model::kGatingSigmoid;  // (checked above)
-  hp.n_embd_exp_latent = c.n_embd_exp_latent;
-  hp.attn_res_block_size = c.attn_res_block_size;
-  hp.situ_beta = c.situ_beta;
-  hp.situ_linear_beta = c.situ_linear_beta;
-  return hp;
+  return model::hparams_of(c, c.is_mla);  // sigmoid gating: checked when the config was read
 }
 
 std::vector<std::pair<std::string, gguf::Value>> k3_model_kvs(const K3HfConfig& c) {

@@ -10,6 +10,7 @@
 #include "tools/eval/golden_io.h"
 #include "gguf/file.h"
 #include "quant/types.h"
+#include "model/model.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/membw.h"
 
@@ -39,7 +40,7 @@ TEST(Bench, JsonShapeAndSaneNumbers) {
   o.n_ubatch = 16;
   o.bw_cache_path = cache;
   o.bw_buffer_bytes = 32 << 20;  // keep the test quick; real runs use ≫ LLC
-  const BenchResult r = run_bench(o);
+  const BenchResult r = run_bench(o, model::Model::load(o.model_path));
   const auto j = nlohmann::json::parse(bench_json(r));
 
   EXPECT_EQ(j["schema_version"], 1);
@@ -103,7 +104,7 @@ TEST(Bench, ProfileRowsAccountForTheForwardTime) {
   BenchOptions o = small_bench(16);
   o.measure_bw = false;
   o.profile = true;
-  const BenchResult r = run_bench(o);
+  const BenchResult r = run_bench(o, model::Model::load(o.model_path));
   ASSERT_EQ(r.tests.size(), 2u);
   for (const BenchTest& t : r.tests) {
     ASSERT_EQ(t.profile.size(), 9u) << t.name;
@@ -158,7 +159,7 @@ TEST(Bench, DepthCountsTheCacheGenerationReads) {
   BenchOptions o = small_bench(8);
   o.measure_bw = false;
   o.depth = 20;
-  const BenchResult r = run_bench(o);
+  const BenchResult r = run_bench(o, model::Model::load(o.model_path));
   ASSERT_EQ(r.tests.size(), 2u);
   EXPECT_EQ(r.tests[0].name, "pp8 @ d20");
   EXPECT_EQ(r.tests[1].name, "tg4 @ d20");
@@ -169,7 +170,7 @@ TEST(Bench, DepthCountsTheCacheGenerationReads) {
   EXPECT_EQ(row % 4, 0u);
   BenchOptions flat = o;
   flat.depth = 0;
-  const BenchResult r0 = run_bench(flat);
+  const BenchResult r0 = run_bench(flat, model::Model::load(flat.model_path));
   EXPECT_EQ(r0.tests[1].cache_bytes, row * (4 * 5 / 2));
   EXPECT_EQ(r0.tests[1].name, "tg4");
   EXPECT_EQ(nlohmann::json::parse(bench_json(r))["params"]["depth"], 20);
@@ -177,12 +178,12 @@ TEST(Bench, DepthCountsTheCacheGenerationReads) {
   // An F16 cache: the same rows at 2 bytes a value, half the bytes.
   BenchOptions half = o;
   half.f16_cache = true;
-  const BenchResult rh = run_bench(half);
+  const BenchResult rh = run_bench(half, model::Model::load(half.model_path));
   EXPECT_EQ(rh.tests[1].cache_bytes, row / 2 * 90);
   EXPECT_EQ(nlohmann::json::parse(bench_json(rh))["params"]["cache_type"], "f16");
   EXPECT_NE(bench_table(rh).find("of F16 MLA cache"), std::string::npos);
   o.depth = -1;
-  EXPECT_THROW(run_bench(o), Error);
+  EXPECT_THROW(run_bench(o, model::Model::load(o.model_path)), Error);
 }
 
 TEST(Bench, WeightBytesSplitTheTensorTable) {
