@@ -1,4 +1,4 @@
-// chat/constraint: see request_constraint.h.
+// chat/constraint: see constraint.h.
 #include "chat/constraint.h"
 
 #include <optional>

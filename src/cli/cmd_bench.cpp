@@ -33,13 +33,11 @@ int cmd_bench(int argc, char** argv) {
                  "context tokens already in the sequence when each test starts (decoded once, untimed); "
                  "generation then also reads that much MLA cache per token, counted in the roofline")
       ->capture_default_str();
-  std::string cache_type = "f32";
-  app.add_option(
-         "--cache-type", cache_type,
-         "MLA latent cache precision, f32 or f16 (f16 halves the cache bytes generation reads at depth; "
-         "-ctk as in llama-bench)")
-      ->check(CLI::IsMember({"f32", "f16"}))
-      ->capture_default_str();
+  model::CacheType cache_type = model::CacheType::F32;
+  add_cache_type_flag(
+      app, cache_type, "--cache-type",
+      "MLA latent cache precision, f32 or f16 (f16 halves the cache bytes generation reads at "
+      "depth; -ctk as in llama-bench; default f32)");
   app.add_option("-r,--repetitions", o.reps, "timed repetitions per test")->capture_default_str();
   app.add_flag("--json", json, "print the result as JSON (docs/bench.md)");
   app.add_flag(
@@ -64,7 +62,7 @@ int cmd_bench(int argc, char** argv) {
   LegacyFlags args(argc, argv, {{"-ub", "--ubatch-size"}, {"-ctk", "--cache-type"}});
   if (auto rc = parse_args(app, args.argc(), args.argv())) return *rc;
   o.measure_bw = !no_bw;
-  o.f16_cache = cache_type == "f16";
+  o.f16_cache = cache_type == model::CacheType::F16;
   o.measure_disk_bw = !no_disk_bw;
   o.warmup = !no_warmup;
   if (std::string err = to_memory_options(mem_flags, o.memory); !err.empty()) {

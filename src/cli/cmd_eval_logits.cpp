@@ -21,7 +21,7 @@ namespace k3::cli {
 
 int cmd_eval_logits(int argc, char** argv) {
   CLI::App app{"Evaluate a token sequence and write the logits of every position", "k3 eval-logits"};
-  std::string model_path, tokens_arg, tokens_file, mode_arg = "batch", out_path, kv_type = "f32";
+  std::string model_path, tokens_arg, tokens_file, mode_arg = "batch", out_path;
   int threads = 0;
   int64_t ubatch = 0;
   app.add_option("-m,--model", model_path, "GGUF model file (first shard of a split set)")->required();
@@ -31,8 +31,8 @@ int cmd_eval_logits(int argc, char** argv) {
   app.add_option("--mode", mode_arg, "batch | step | chunk:N (tokens per decode call)");
   app.add_option("-o,--output", out_path, "output file (raw float32 logits)")->required();
   app.add_option("-t,--threads", threads, "worker threads (default: machine default)");
-  app.add_option("--kv-type", kv_type, "MLA latent cache type: f32 | f16")
-      ->check(CLI::IsMember({"f32", "f16"}));
+  runtime::CacheType kv_type = runtime::CacheType::F32;
+  add_cache_type_flag(app, kv_type, "--kv-type", "MLA latent cache type: f32 | f16 (default f32)");
   app.add_option("--ubatch", ubatch, "tokens per forward micro-batch (default: all of a call)");
   DistFlags dist_flags;
   add_dist_flags(app, dist_flags);
@@ -51,7 +51,7 @@ int cmd_eval_logits(int argc, char** argv) {
   auto model = open_model(model_path, VocabNeed::Optional, "eval-logits").model;
   runtime::EngineOptions opts;
   opts.n_threads = threads;
-  opts.cache_type = kv_type == "f16" ? runtime::CacheType::F16 : runtime::CacheType::F32;
+  opts.cache_type = kv_type;
   opts.n_ctx = static_cast<int64_t>(tokens.size());
   opts.n_ubatch = ubatch > 0 ? ubatch : static_cast<int64_t>(tokens.size());
   opts.hooks.collective = start_dist(dist_flags);

@@ -26,7 +26,7 @@ namespace k3::cli {
 int cmd_perplexity(int argc, char** argv) {
   CLI::App app{"Perplexity of a text (llama-perplexity's method) and KL divergence against a base model",
                "k3 perplexity"};
-  std::string model_path, text_file, tokens_file, kl_out, kl_in, kv_type = "f32";
+  std::string model_path, text_file, tokens_file, kl_out, kl_in;
   tools::PerplexityOptions po;
   int64_t n_batch = 0;
   int threads = 0;
@@ -39,8 +39,8 @@ int cmd_perplexity(int argc, char** argv) {
   app.add_option("--chunks", po.max_chunks, "evaluate at most this many chunks (default: all)");
   app.add_option("-b,--batch-size", n_batch, "tokens per forward micro-batch (default: min(c, 512))");
   app.add_option("-t,--threads", threads, "worker threads (0: machine default)");
-  app.add_option("--kv-type", kv_type, "MLA latent cache type: f32 | f16")
-      ->check(CLI::IsMember({"f32", "f16"}));
+  runtime::CacheType kv_type = runtime::CacheType::F32;
+  add_cache_type_flag(app, kv_type, "--kv-type", "MLA latent cache type: f32 | f16 (default f32)");
   auto* ko = app.add_option("--kl-base-out", kl_out, "save this model's log-probabilities as a KL base file");
   auto* ki = app.add_option("--kl-base", kl_in, "compare this model against a KL base file");
   ko->excludes(ki);
@@ -84,7 +84,7 @@ int cmd_perplexity(int argc, char** argv) {
   eo.n_threads = threads;
   eo.n_ctx = po.n_ctx;
   eo.n_ubatch = n_batch > 0 ? n_batch : std::min<int64_t>(po.n_ctx, 512);
-  eo.cache_type = kv_type == "f16" ? runtime::CacheType::F16 : runtime::CacheType::F32;
+  eo.cache_type = kv_type;
   eo.hooks.collective = start_dist(dist_flags);
   runtime::Engine engine(model, eo);
   if (follow_if_follower(engine)) return 0;

@@ -44,21 +44,29 @@ OpenedModel open_model(const std::string& path, VocabNeed need, std::string_view
   return m;
 }
 
+void add_cache_type_flag(CLI::App& app, model::CacheType& out, const std::string& names,
+                         const std::string& help) {
+  app.add_option_function<std::string>(
+         names,
+         [&out](const std::string& v) { out = v == "f16" ? model::CacheType::F16 : model::CacheType::F32; },
+         help)
+      ->check(CLI::IsMember({"f32", "f16"}));
+}
+
 void add_engine_flags(CLI::App& app, EngineFlags& f, const std::string& ctx_help) {
   app.add_option("-t,--threads", f.threads, "threads (default: the machine's default)");
   app.add_option("-c,--ctx-size,--ctx", f.n_ctx,
                  fmt::format("{} (default {}; 0: the model's)", ctx_help, f.n_ctx));
-  app.add_option("--cache-type", f.cache_type, "MLA cache precision: f32 or f16 (default f32)");
+  add_cache_type_flag(app, f.cache_type, "--cache-type", "MLA cache precision: f32 or f16 (default f32)");
   add_memory_flags(app, f.memory);
 }
 
 std::string apply(const EngineFlags& f, server::SchedulerOptions& sched, store::MemoryOptions& mem) {
-  if (f.cache_type != "f32" && f.cache_type != "f16") return "--cache-type must be f32 or f16";
   if (f.threads < 0) return "--threads must be >= 0";
   if (f.n_ctx < 0) return "--ctx-size must be >= 0";
   sched.n_threads = f.threads;
   sched.n_ctx = f.n_ctx;
-  sched.cache_type = f.cache_type == "f16" ? model::CacheType::F16 : model::CacheType::F32;
+  sched.cache_type = f.cache_type;
   return to_memory_options(f.memory, mem);
 }
 

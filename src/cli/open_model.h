@@ -16,6 +16,7 @@
 
 #include "cli/memory_flags.h"
 #include "server/scheduler.h"
+#include "model/sequence_state.h"
 #include "store/memory_options.h"
 
 namespace CLI {
@@ -44,9 +45,14 @@ OpenedModel open_model(const std::string& path, VocabNeed need, std::string_view
 struct EngineFlags {
   int32_t threads = 0;
   int64_t n_ctx = 4096;
-  std::string cache_type = "f32";
+  model::CacheType cache_type = model::CacheType::F32;
   MemoryFlags memory;
 };
+
+// The MLA cache precision flag, f32 or f16, under `names` ("--cache-type", or eval-logits' and
+// perplexity's "--kv-type"): the one place its spelling is parsed.
+void add_cache_type_flag(CLI::App& app, model::CacheType& out, const std::string& names,
+                         const std::string& help);
 
 // ctx_help: what -c counts for this command (its default is the flags' n_ctx).
 void add_engine_flags(CLI::App& app, EngineFlags& f, const std::string& ctx_help);

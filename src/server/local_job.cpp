@@ -10,6 +10,7 @@ namespace k3::server {
 
 Event run_job(Scheduler& sched, const std::shared_ptr<Job>& job,
               const std::function<void(const Event&)>& on_event, const std::function<bool()>& interrupted) {
+  if (interrupted && interrupted()) job->stop_requested = true;  // before its first token
   sched.submit(job);
   for (;;) {
     Event e;

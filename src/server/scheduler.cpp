@@ -498,6 +498,12 @@ void Scheduler::sample(Batch& b, StepCounts& c) {
         s.started = true;
         s.gen->prompt_done(std::chrono::duration<double, std::milli>(c.t1 - s.t_start).count());
       }
+      if (s.job->stop_requested.load()) {  // asked to stop while its prompt was decoded: no token
+        s.gen->stop(text::StopReason::Interrupted);
+        ++c.done;
+        release(s, /*keep_state=*/true);
+        return;
+      }
       const int32_t t = s.gen->choose(row);
       if (t != Generation::kWaiting) ++c.accepted;
       take(s, t, c.done);
