@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/read_file.h"
 #include "server/local_job.h"
+#include "server/responses.h"
 #include "server/scheduler.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
@@ -38,11 +39,16 @@ void ChatSession::check_renders(const Json& msgs) const {
   text::render_chat_segments(in);
 }
 
-void ChatSession::check_constraint() const {
+// The fields a chat request with these settings would carry: --grammar / --json-schema and the
+// tools, whose strict ones constrain their calls.
+std::shared_ptr<const grammar::Grammar> ChatSession::constraint(bool thinking) const {
   Json req = opt_.constraint;
   if (!opt_.tools.is_null()) req["tools"] = opt_.tools;
-  const bool thinking = !opt_.vars.contains("thinking") || opt_.vars["thinking"] != false;
-  chat::chat_constraint(req, thinking, tok_);
+  return chat::chat_constraint(req, thinking, tok_);
+}
+
+void ChatSession::check_constraint() const {
+  constraint(!opt_.vars.contains("thinking") || opt_.vars["thinking"] != false);
 }
 
 std::optional<TurnStats> ChatSession::answer(const std::function<void(const text::ParseDelta&)>& show,
@@ -77,21 +83,17 @@ std::optional<TurnStats> ChatSession::answer(const std::function<void(const text
   // --grammar / --json-schema / strict tools: the constraint a chat request with those
   // fields gets from k3 serve (the reasoning stays free).
   try {
-    Json req = opt_.constraint;
-    if (!opt_.tools.is_null()) req["tools"] = opt_.tools;
-    job->grammar = chat::chat_constraint(req, prompt.thinking, tok_);
+    job->grammar = constraint(prompt.thinking);
   } catch (const chat::ApiError& e) {
     error = e.what();
     return std::nullopt;
   }
 
-  text::ParseResult r;
+  server::ChatFold fold;
   server::Event done = server::run_job(
       sched_, job,
       [&](const server::Event& e) {
-        r.reasoning_content += e.delta.reasoning_content;
-        r.content += e.delta.content;
-        r.tool_calls.insert(r.tool_calls.end(), e.delta.tool_calls.begin(), e.delta.tool_calls.end());
+        fold.add(e.delta);
         show(e.delta);
       },
       interrupted);
@@ -105,19 +107,7 @@ std::optional<TurnStats> ChatSession::answer(const std::function<void(const text
   context_used_ = u.prompt_tokens + std::max<int64_t>(u.completion_tokens - 1, 0);
   if (st.n_generated == 0 && st.stop == text::StopReason::Interrupted) return st;
 
-  Json m = Json::object();
-  m["role"] = "assistant";
-  m["content"] = r.content;
-  if (!r.reasoning_content.empty()) m["reasoning_content"] = r.reasoning_content;
-  if (!r.tool_calls.empty()) {
-    Json calls = Json::array();
-    for (const text::ToolCall& c : r.tool_calls)
-      calls.push_back(Json{{"id", c.id},
-                           {"type", "function"},
-                           {"function", Json{{"name", c.name}, {"arguments", c.arguments}}}});
-    m["tool_calls"] = std::move(calls);
-  }
-  messages.push_back(std::move(m));
+  messages.push_back(server::assistant_message(fold));
   return st;
 }
 

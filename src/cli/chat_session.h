@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -23,6 +24,9 @@
 #include "text/json_py.h"
 #include "text/output_parser.h"
 
+namespace k3::grammar {
+struct Grammar;
+}
 namespace k3::server {
 class Scheduler;
 }  // namespace k3::server
@@ -66,6 +70,7 @@ class ChatSession {
 
  private:
   text::ChatTemplateInput input(bool generation_prompt) const;
+  std::shared_ptr<const grammar::Grammar> constraint(bool thinking) const;
 
   server::Scheduler& sched_;
   const text::Tokenizer& tok_;

@@ -10,18 +10,19 @@ namespace k3::server {
 
 Event run_job(Scheduler& sched, const std::shared_ptr<Job>& job,
               const std::function<void(const Event&)>& on_event, const std::function<bool()>& interrupted) {
-  if (interrupted && interrupted()) job->stop_requested = true;  // before its first token
+  auto poll = [&] {
+    if (interrupted && interrupted()) job->stop_requested = true;
+  };
+  poll();  // before submitting, so a stop already asked for takes effect before the first token
   sched.submit(job);
   for (;;) {
     Event e;
-    if (!job->channel.pop(e, std::chrono::milliseconds(50))) {
-      if (interrupted && interrupted()) job->stop_requested = true;
-      continue;
+    if (job->channel.pop(e, std::chrono::milliseconds(50))) {
+      if (e.kind == Event::Kind::Error) fail("{}", e.message);
+      if (e.kind == Event::Kind::Done) return e;
+      on_event(e);
     }
-    if (e.kind == Event::Kind::Error) fail("{}", e.message);
-    if (e.kind == Event::Kind::Done) return e;
-    on_event(e);
-    if (interrupted && interrupted()) job->stop_requested = true;
+    poll();
   }
 }
 

@@ -50,6 +50,19 @@ Json tool_call_json(const text::ToolCall& c, bool with_index) {
   return j;
 }
 
+Json assistant_message(const ChatFold& f) {
+  Json msg;
+  msg["role"] = "assistant";
+  msg["content"] = f.content;
+  if (!f.reasoning_content.empty()) msg["reasoning_content"] = f.reasoning_content;
+  if (!f.tool_calls.empty()) {
+    Json calls = Json::array();
+    for (const auto& c : f.tool_calls) calls.push_back(tool_call_json(c, false));
+    msg["tool_calls"] = std::move(calls);
+  }
+  return msg;
+}
+
 static Json envelope(const ResponseMeta& m, const char* object) {
   Json j;
   j["id"] = m.id;
@@ -62,19 +75,10 @@ static Json envelope(const ResponseMeta& m, const char* object) {
 
 Json chat_response(const ResponseMeta& m, const ChatFold& f, const std::string& finish, const Usage& u) {
   Json j = envelope(m, "chat.completion");
-  Json msg;
-  msg["role"] = "assistant";
-  msg["content"] = f.content;
-  if (!f.reasoning_content.empty()) msg["reasoning_content"] = f.reasoning_content;
-  if (!f.tool_calls.empty()) {
-    Json calls = Json::array();
-    for (const auto& c : f.tool_calls) calls.push_back(tool_call_json(c, false));
-    msg["tool_calls"] = std::move(calls);
-  }
   Json choice;
   choice["index"] = 0;
   choice["finish_reason"] = finish;
-  choice["message"] = std::move(msg);
+  choice["message"] = assistant_message(f);
   j["choices"] = Json::array({std::move(choice)});
   j["usage"] = usage_json(u);
   j["timings"] = timings_json(u);

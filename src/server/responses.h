@@ -33,6 +33,9 @@ struct ChatFold {
 text::Json usage_json(const Usage& u);
 text::Json timings_json(const Usage& u);
 text::Json tool_call_json(const text::ToolCall& c, bool with_index);
+// The turn as an OpenAI assistant message: role, content, and reasoning_content and tool_calls
+// when there are any (what a response carries and what a conversation keeps).
+text::Json assistant_message(const ChatFold& f);
 
 text::Json chat_response(const ResponseMeta& m, const ChatFold& f, const std::string& finish, const Usage& u);
 // delta: {"role":…}, {"content":…}, …; finish: "" for null.
