@@ -21,6 +21,8 @@ PKGS=(
   openmpi-bin libopenmpi-dev     # distributed runs: mpirun -np N k3 … (docs/distributed.md)
   libjs-marked node-dompurify    # the chat page's markdown renderer and HTML sanitiser
   chromium                       # its browser test (tests/webui)
+  glslc libvulkan-dev            # the Vulkan GPU backend: shader compiler, headers (docs/gpu.md)
+  mesa-vulkan-drivers            # lavapipe, the Vulkan device on the CPU its tests run on
 )
 if ((TRAIN)); then
   # libopenblas0-pthread becomes the libblas.so.3 alternative: Debian's torch otherwise links
