@@ -32,6 +32,8 @@ class Buffer {
 
   size_t size() const { return size_; }
   explicit operator bool() const { return handle_ != 0; }
+  // Host address of a buffer from Device::alloc_mapped (null for device-local buffers).
+  void* mapped() const { return map_; }
 
  private:
   friend class Device;
@@ -40,6 +42,7 @@ class Buffer {
   uint64_t handle_ = 0;  // VkBuffer
   uint64_t memory_ = 0;  // VkDeviceMemory
   size_t size_ = 0;
+  void* map_ = nullptr;
 };
 
 // bytes == 0: from offset to the end of the buffer.
@@ -85,6 +88,9 @@ class Device {
 
   // what: named in the error when the device is out of memory.
   Buffer alloc(size_t bytes, std::string_view what);
+  // A host-visible, coherent buffer, mapped for its lifetime: activations that cross between
+  // the CPU and the device are written and read there, and copied on the device's side.
+  Buffer alloc_mapped(size_t bytes, std::string_view what);
   void upload(const Buffer& dst, size_t offset, const void* src, size_t bytes);
   void download(const Buffer& src, size_t offset, void* dst, size_t bytes);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "quant/codebooks.h"
 
 namespace k3::gpu {
 
@@ -16,21 +17,53 @@ const char* matvec_shader(quant::Type type) {
     case Type::F16: return "matvec_f16";
     case Type::BF16: return "matvec_bf16";
     case Type::Q8_0: return "matvec_q8_0";
+    case Type::Q4_0: return "matvec_q4_0";
+    case Type::Q4_1: return "matvec_q4_1";
+    case Type::Q5_0: return "matvec_q5_0";
+    case Type::Q5_1: return "matvec_q5_1";
+    case Type::Q2_K: return "matvec_q2_k";
+    case Type::Q3_K: return "matvec_q3_k";
     case Type::Q4_K: return "matvec_q4_k";
+    case Type::Q5_K: return "matvec_q5_k";
     case Type::Q6_K: return "matvec_q6_k";
     case Type::IQ4_NL: return "matvec_iq4_nl";
+    case Type::IQ4_XS: return "matvec_iq4_xs";
     case Type::MXFP4: return "matvec_mxfp4";
+    case Type::IQ2_XXS: return "matvec_iq2_xxs";
+    case Type::IQ1_S: return "matvec_iq1_s";
+    case Type::IQ1_M: return "matvec_iq1_m";
     default: return nullptr;
   }
 }
 
 struct MatvecPush {
-  uint32_t rows, cols, row_bytes, n_tok, x_stride, y_stride, y_offset;
+  uint32_t rows, cols, row_bytes, n_tok, x_stride, y_stride, w_row0, y_row0;
 };
 
 // The most workgroups one dimension of a dispatch may have on every device; larger matrices
 // loop over their rows inside the shader.
 constexpr uint32_t kMaxGroups = 65535;
+
+// The codebook a type's shader reads at binding 3 (gpu/shaders/weight_blocks.glsl), or empty.
+std::vector<uint32_t> codebook(quant::Type type) {
+  std::vector<uint32_t> words;
+  auto put_grid = [&](const uint64_t* grid, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      words.push_back(static_cast<uint32_t>(grid[i]));
+      words.push_back(static_cast<uint32_t>(grid[i] >> 32));
+    }
+  };
+  if (type == quant::Type::IQ2_XXS) {
+    put_grid(quant::kIq2xxsGrid, 256);
+    for (size_t k = 0; k < 128; k += 4)
+      words.push_back(quant::kKsignsIq2xs[k] | quant::kKsignsIq2xs[k + 1] << 8 |
+                      quant::kKsignsIq2xs[k + 2] << 16 |
+                      static_cast<uint32_t>(quant::kKsignsIq2xs[k + 3]) << 24);
+  } else if (type == quant::Type::IQ1_S || type == quant::Type::IQ1_M) {
+    put_grid(quant::kIq1sGrid, 2048);
+  }
+  return words;
+}
 
 }  // namespace
 
@@ -54,6 +87,11 @@ Matrix upload_matrix(Device& dev, quant::Type type, const void* data, int64_t ro
   // The shader addresses bytes with 32-bit offsets; a part stays below 4 GiB whatever the limit.
   const int64_t cap = static_cast<int64_t>((size_t{1} << 32) / m.row_bytes) - 1;
   const int64_t per = std::min(rows_per_part, cap);
+  const std::vector<uint32_t> tables = codebook(type);
+  if (!tables.empty()) {
+    m.tables = dev.alloc(tables.size() * 4, "codebook");
+    dev.upload(m.tables, 0, tables.data(), tables.size() * 4);
+  }
   const auto* src = static_cast<const uint8_t*>(data);
   std::vector<uint8_t> packed;
   for (int64_t r0 = 0; r0 < rows; r0 += per) {
@@ -76,15 +114,26 @@ Matrix upload_matrix(Device& dev, quant::Type type, const void* data, int64_t ro
 }
 
 void record_matvec(Recorder& rec, const Matrix& w, const BufferRange& x, size_t x_stride,
-                   const BufferRange& y, size_t y_stride, uint32_t n_tok) {
+                   const BufferRange& y, size_t y_stride, uint32_t n_tok, int64_t first_row, int64_t n_rows) {
   const char* shader = matvec_shader(w.type);
+  const int64_t end = n_rows < 0 ? w.rows : first_row + n_rows;
   for (const Matrix::Part& part : w.parts) {
-    const MatvecPush push{static_cast<uint32_t>(part.rows),     static_cast<uint32_t>(w.cols),
-                          static_cast<uint32_t>(w.row_bytes),   n_tok,
-                          static_cast<uint32_t>(x_stride),      static_cast<uint32_t>(y_stride),
-                          static_cast<uint32_t>(part.first_row)};
-    rec.dispatch(shader, {{&part.buf, 0, 0}, x, y}, push,
-                 static_cast<uint32_t>(std::min<int64_t>(part.rows, kMaxGroups)), n_tok);
+    const int64_t r0 = std::max(first_row, part.first_row), r1 = std::min(end, part.first_row + part.rows);
+    if (r0 >= r1) continue;
+    const MatvecPush push{static_cast<uint32_t>(r1 - r0),
+                          static_cast<uint32_t>(w.cols),
+                          static_cast<uint32_t>(w.row_bytes),
+                          n_tok,
+                          static_cast<uint32_t>(x_stride),
+                          static_cast<uint32_t>(y_stride),
+                          static_cast<uint32_t>(r0 - part.first_row),
+                          static_cast<uint32_t>(r0 - first_row)};
+    if (w.tables)
+      rec.dispatch(shader, {{&part.buf, 0, 0}, x, y, {&w.tables, 0, 0}}, push,
+                   static_cast<uint32_t>(std::min<int64_t>(r1 - r0, kMaxGroups)), n_tok);
+    else
+      rec.dispatch(shader, {{&part.buf, 0, 0}, x, y}, push,
+                   static_cast<uint32_t>(std::min<int64_t>(r1 - r0, kMaxGroups)), n_tok);
   }
 }
 

@@ -27,6 +27,7 @@ struct Matrix {
     int64_t first_row = 0, rows = 0;
   };
   std::vector<Part> parts;
+  Buffer tables;  // the type's codebook, for the grid types (empty otherwise)
 
   size_t bytes() const { return row_bytes * static_cast<size_t>(rows); }
 };
@@ -36,8 +37,10 @@ struct Matrix {
 Matrix upload_matrix(Device& dev, quant::Type type, const void* data, int64_t rows, int64_t cols,
                      size_t row_stride, std::string_view what, size_t max_part_bytes = 0);
 
-// y[t·y_stride + r] = Σ_k W[r][k]·x[t·x_stride + k] for t < n_tok, r < rows, offsets in floats.
+// y[t·y_stride + i] = Σ_k W[first_row + i][k]·x[t·x_stride + k] for t < n_tok, i < n_rows
+// (n_rows < 0: to the last row); offsets in floats.
 void record_matvec(Recorder& rec, const Matrix& w, const BufferRange& x, size_t x_stride,
-                   const BufferRange& y, size_t y_stride, uint32_t n_tok);
+                   const BufferRange& y, size_t y_stride, uint32_t n_tok, int64_t first_row = 0,
+                   int64_t n_rows = -1);
 
 }  // namespace k3::gpu

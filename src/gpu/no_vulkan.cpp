@@ -34,6 +34,7 @@ const DeviceInfo& Device::info() const {
   return none;
 }
 Buffer Device::alloc(size_t, std::string_view) { fail("no GPU: {}", kWhy); }
+Buffer Device::alloc_mapped(size_t, std::string_view) { fail("no GPU: {}", kWhy); }
 void Device::upload(const Buffer&, size_t, const void*, size_t) {}
 void Device::download(const Buffer&, size_t, void*, size_t) {}
 void Device::submit(Recorder&) {}

@@ -85,7 +85,8 @@ int64_t forward(const Model& model, const ForwardInput& in, float* logits, Threa
                pool,
                hooks,
                checks,
-               ops::Matmul{pool, checks.reference_matmul, hooks.observer, hooks.collective},
+               ops::Matmul{pool, checks.reference_matmul, hooks.observer, hooks.collective,
+                           checks.reference_matmul ? nullptr : model.gpu()},
                scratch};
 
   const size_t NE = static_cast<size_t>(n * E);

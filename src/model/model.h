@@ -21,6 +21,8 @@ class GgufFile;
 
 namespace k3::model {
 
+class GpuProducts;
+
 class Model {
  public:
   static std::shared_ptr<Model> load(const std::string& path);
@@ -41,6 +43,9 @@ class Model {
   // Where the moved matrices used to be (their GGUF tensor data pointers, sorted); empty until
   // move_trunk. The store leaves these ranges of the mapping alone (store/trunk.h).
   const std::vector<const void*>& moved_trunk() const { return moved_; }
+  // The layers placed on the GPU (model/gpu_placement.h); null: everything on the CPU.
+  const GpuProducts* gpu() const { return gpu_.get(); }
+  void set_gpu(std::shared_ptr<const GpuProducts> gpu) { gpu_ = std::move(gpu); }
 
  private:
   std::shared_ptr<const gguf::GgufFile> file_;
@@ -49,6 +54,7 @@ class Model {
   std::unique_ptr<ExpertSource> experts_;
   std::shared_ptr<const void> trunk_memory_;
   std::vector<const void*> moved_;
+  std::shared_ptr<const GpuProducts> gpu_;
 };
 
 }  // namespace k3::model

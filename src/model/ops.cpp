@@ -7,6 +7,7 @@
 
 #include "core/thread_pool.h"
 #include "model/collective.h"
+#include "model/gpu_products.h"
 #include "kernels/situ_f64.h"
 #include "model/observer.h"
 #include "model/profile.h"
@@ -55,6 +56,7 @@ void Matmul::operator()(const kernels::WeightView& w, const float* x, int64_t n_
   }
   ProfMatmul prof(weight_bytes(w), product_ops(w, n_tok), 1);
   if (observer) observer->on_matmul_input(w, x, n_tok, x_stride < 0 ? w.cols : x_stride);
+  if (gpu && gpu->run(w, x, n_tok, y, x_stride, y_stride)) return;
   if (!reference) {
     kernels::matmul(w, x, n_tok, y, pool, x_stride, y_stride);
     return;
@@ -75,6 +77,10 @@ void Matmul::operator()(const kernels::WeightView& w, const float* x, int64_t n_
 void Matmul::batch(std::span<const kernels::MatmulJob> jobs) const {
   if (collective && collective->size() > 1) {
     split_by_rows(jobs);
+    return;
+  }
+  if (gpu) {
+    batch_split_by_device(jobs);
     return;
   }
   if (!reference && !observer) {
@@ -106,6 +112,34 @@ void Matmul::batch(std::span<const kernels::MatmulJob> jobs) const {
 // Each job's rows [r0, r1) of this rank, computed into one packed block (job by job, token by
 // token), one all-gather of the blocks of all ranks, and every rank's rows copied to their
 // place in each job's output. The buffers are this thread's, reused from call to call.
+// The jobs whose weights are on the GPU run there, one by one (a gate/up pair: both products,
+// then the activation on the CPU); the rest as one CPU batch.
+void Matmul::batch_split_by_device(std::span<const kernels::MatmulJob> jobs) const {
+  std::vector<kernels::MatmulJob> cpu;
+  std::vector<float> g, u;
+  for (const kernels::MatmulJob& j : jobs) {
+    if (!gpu->holds(j.w) || (j.up && !gpu->holds(*j.up))) {
+      cpu.push_back(j);
+      continue;
+    }
+    if (!j.up) {
+      (*this)(j.w, j.x, j.n_tok, j.y, j.x_stride, j.y_stride);
+      continue;
+    }
+    const int64_t R = j.w.rows, ys = j.y_stride < 0 ? R : j.y_stride;
+    g.resize(static_cast<size_t>(R * j.n_tok));
+    u.resize(g.size());
+    (*this)(j.w, j.x, j.n_tok, g.data(), j.x_stride, R);
+    (*this)(*j.up, j.x, j.n_tok, u.data(), j.x_stride, R);
+    for (int64_t t = 0; t < j.n_tok; ++t)
+      j.act(g.data() + t * R, u.data() + t * R, j.y + t * ys, R, j.act_ctx);
+  }
+  if (cpu.empty()) return;
+  Matmul host = *this;
+  host.gpu = nullptr;
+  host.batch(cpu);
+}
+
 void Matmul::split_by_rows(std::span<const kernels::MatmulJob> jobs) const {
   const int N = collective->size(), me = collective->rank();
   thread_local std::vector<kernels::MatmulJob> mine;

@@ -21,6 +21,7 @@ class ThreadPool;
 
 namespace k3::model {
 class Collective;
+class GpuProducts;
 struct ForwardObserver;
 }  // namespace k3::model
 
@@ -55,6 +56,7 @@ struct Matmul {
   bool reference = false;
   ForwardObserver* observer = nullptr;  // sees every input first (model/observer.h)
   Collective* collective = nullptr;     // null: one process
+  const GpuProducts* gpu = nullptr;     // products of the weights placed there (model/gpu_products.h)
   void operator()(const kernels::WeightView& w, const float* x, int64_t n_tok, float* y,
                   int64_t x_stride = -1, int64_t y_stride = -1) const;
   // Several products in one pool dispatch (kernels/matmul_batch.h), same results as one
@@ -70,6 +72,7 @@ struct Matmul {
 
  private:
   void split_by_rows(std::span<const kernels::MatmulJob> jobs) const;
+  void batch_split_by_device(std::span<const kernels::MatmulJob> jobs) const;
 };
 
 // SiTU as a kernels::GateUpFn (situ_rows); ctx points to {β, λ} (two floats).

@@ -29,11 +29,11 @@ inline bool gpu_required() {
   return built_with_vulkan() && !(v && std::string(v) == "1");
 }
 
-#define K3_NEED_GPU(dev)                                                                       \
-  Device* dev = ::k3::gpu::test::shared_device();                                              \
-  if (!dev) {                                                                                  \
-    if (::k3::gpu::test::gpu_required()) { FAIL() << "no GPU: " << probe_devices().why_none; } \
-    GTEST_SKIP() << "no GPU: " << probe_devices().why_none;                                    \
+#define K3_NEED_GPU(dev)                                                                                  \
+  ::k3::gpu::Device* dev = ::k3::gpu::test::shared_device();                                              \
+  if (!dev) {                                                                                             \
+    if (::k3::gpu::test::gpu_required()) { FAIL() << "no GPU: " << ::k3::gpu::probe_devices().why_none; } \
+    GTEST_SKIP() << "no GPU: " << ::k3::gpu::probe_devices().why_none;                                    \
   }
 
 }  // namespace k3::gpu::test

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -35,7 +36,21 @@ void expect_matches_reference(Device& dev, const Case& c, uint32_t n_tok, size_t
   const std::vector<float> wf = random_floats(static_cast<size_t>(c.rows * c.cols), 1);
   const size_t rb = quant::row_bytes(c.type, c.cols);
   std::vector<uint8_t> wq(rb * static_cast<size_t>(c.rows));
-  quant::quantize_rows(c.type, wf.data(), wq.data(), c.rows, c.cols, nullptr);
+  if (quant::can_quantize(c.type)) {
+    const std::vector<float> imatrix(static_cast<size_t>(c.cols), 1.0f);  // the grid types need one
+    quant::quantize_rows(c.type, wf.data(), wq.data(), c.rows, c.cols,
+                         quant::requires_imatrix(c.type) ? imatrix.data() : nullptr);
+  } else {
+    // Q4_1, Q5_1: no quantizer here; random blocks whose two f16 fields (d, m) are sane.
+    std::mt19937 rng(3);
+    for (uint8_t& b : wq) b = static_cast<uint8_t>(rng());
+    const size_t bb = quant::block_bytes(c.type);
+    for (size_t o = 0; o + bb <= wq.size(); o += bb)
+      for (int f = 0; f < 2; ++f) {
+        const uint16_t h = quant::fp32_to_fp16(0.01f * (static_cast<float>(rng() % 200) - 100.0f));
+        std::memcpy(&wq[o + 2 * f], &h, 2);
+      }
+  }
   const size_t x_stride = static_cast<size_t>(c.cols) + 3, y_stride = static_cast<size_t>(c.rows) + 5;
   const std::vector<float> x = random_floats(x_stride * n_tok, 2);
 
@@ -48,6 +63,20 @@ void expect_matches_reference(Device& dev, const Case& c, uint32_t n_tok, size_t
   dev.submit(rec);
   std::vector<float> y(y_stride * n_tok);
   dev.download(yb, 0, y.data(), y.size() * 4);
+  // A range of rows (an expert's slice of a stacked tensor), across part boundaries when split:
+  // the same sums, bit for bit.
+  {
+    const int64_t r0 = c.rows / 5, nr = c.rows / 2;
+    Buffer sub = dev.alloc(static_cast<size_t>(nr) * n_tok * 4, "y rows");
+    Recorder rows(dev);
+    record_matvec(rows, m, {&xb}, x_stride, {&sub}, static_cast<size_t>(nr), n_tok, r0, nr);
+    dev.submit(rows);
+    std::vector<float> ys(static_cast<size_t>(nr) * n_tok);
+    dev.download(sub, 0, ys.data(), ys.size() * 4);
+    for (uint32_t t = 0; t < n_tok; ++t)
+      for (int64_t i = 0; i < nr; ++i)
+        ASSERT_EQ(ys[t * nr + i], y[t * y_stride + r0 + i]) << "row " << r0 + i;
+  }
 
   kernels::WeightView wv{c.type, wq.data(), c.cols, c.rows, rb};
   std::vector<float> ref(y_stride * n_tok);
@@ -89,8 +118,10 @@ TEST_P(GpuMatvec, MatchesReferenceSplitIntoParts) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, GpuMatvec,
-                         ::testing::Values(Type::F32, Type::F16, Type::BF16, Type::Q8_0, Type::Q4_K,
-                                           Type::Q6_K, Type::IQ4_NL, Type::MXFP4),
+                         ::testing::Values(Type::F32, Type::F16, Type::BF16, Type::Q8_0, Type::Q4_0,
+                                           Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::Q2_K, Type::Q3_K,
+                                           Type::Q4_K, Type::Q5_K, Type::Q6_K, Type::IQ4_NL, Type::IQ4_XS,
+                                           Type::MXFP4, Type::IQ2_XXS, Type::IQ1_S, Type::IQ1_M),
                          [](const auto& info) { return std::string(quant::type_name(info.param)); });
 
 // A matrix larger than the device's binding limit (lavapipe: 128 MiB) is split by the limit

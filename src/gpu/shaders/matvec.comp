@@ -1,5 +1,5 @@
 #version 450
-// y[t][y_offset + r] = Σ_k W[r][k]·x[t][k] for the rows r of one binding of W (a matrix larger
+// y[t][y_row0 + r] = Σ_k W[w_row0 + r][k]·x[t][k] for rows of one binding of W (a matrix larger
 // than the device's binding limit is split by rows: gpu/matrix.h). One workgroup per (row, token):
 // its threads stride over the row's blocks and reduce in shared memory. Decode reads each
 // weight byte once; a batch of tokens re-reads the row per token (the tiled kernel is the
@@ -11,15 +11,20 @@ layout(std430, binding = 0) readonly buffer Weights { uint w[]; };
 layout(std430, binding = 1) readonly buffer Acts { float x[]; };
 layout(std430, binding = 2) buffer Out { float y[]; };
 layout(push_constant) uniform Push {
-  uint rows;       // rows in this binding
+  uint rows;       // rows to compute
   uint cols;
   uint row_bytes;
   uint n_tok;
   uint x_stride;   // floats between token rows of x
   uint y_stride;   // floats between token rows of y
-  uint y_offset;   // the first row of this binding in the whole matrix
+  uint w_row0;     // the first row to compute, within this binding
+  uint y_row0;     // where its output goes in a token's row of y
 } p;
 
+#if defined(W_IQ2_XXS) || defined(W_IQ1_S) || defined(W_IQ1_M)
+// The type's codebook (grids, sign masks), uploaded with the matrix.
+layout(std430, binding = 3) readonly buffer Tables { uint tab[]; };
+#endif
 #include "bytes.glsl"
 #include "weight_blocks.glsl"
 
@@ -30,7 +35,7 @@ void main() {
   const uint t = gl_WorkGroupID.y;
   const uint nb = p.cols / BLOCK_ELEMS;
   for (uint r = gl_WorkGroupID.x; r < p.rows; r += gl_NumWorkGroups.x) {
-    const uint base = r * p.row_bytes;
+    const uint base = (p.w_row0 + r) * p.row_bytes;
     float acc = 0.0;
     for (uint b = lid; b < nb; b += 64u) acc += block_dot(base + b * BLOCK_BYTES, t * p.x_stride + b * BLOCK_ELEMS);
     partial[lid] = acc;
@@ -39,7 +44,7 @@ void main() {
       if (lid < s) partial[lid] += partial[lid + s];
       barrier();
     }
-    if (lid == 0u) y[t * p.y_stride + p.y_offset + r] = partial[0];
+    if (lid == 0u) y[t * p.y_stride + p.y_row0 + r] = partial[0];
     barrier();
   }
 }

@@ -113,6 +113,233 @@ float block_dot(uint o, uint xo) {
   return total;
 }
 
+#elif defined(W_Q2_K)
+#define BLOCK_ELEMS 256u
+#define BLOCK_BYTES 84u
+// The 2-bit level of element e in the Q2_K/Q3_K layout (qs at byte q).
+uint q2_level(uint q, uint e) { return (w_u8(q + 32u * (e / 128u) + (e % 32u)) >> (2u * ((e % 128u) / 32u))) & 3u; }
+float block_dot(uint o, uint xo) {
+  const float d = w_f16(o + 80u), dmin = w_f16(o + 82u);
+  float total = 0.0;
+  for (uint g = 0u; g < 16u; ++g) {
+    const uint sc = w_u8(o + g);
+    float dot = 0.0, xs = 0.0;
+    for (uint i = 0u; i < 16u; ++i) {
+      const uint e = 16u * g + i;
+      const float xv = x[xo + e];
+      dot += float(q2_level(o + 16u, e)) * xv;
+      xs += xv;
+    }
+    total += d * float(sc & 15u) * dot - dmin * float(sc >> 4) * xs;
+  }
+  return total;
+}
+
+#elif defined(W_Q3_K)
+#define BLOCK_ELEMS 256u
+#define BLOCK_BYTES 110u
+uint q2_level(uint q, uint e) { return (w_u8(q + 32u * (e / 128u) + (e % 32u)) >> (2u * ((e % 128u) / 32u))) & 3u; }
+// Signed six-bit scale j of the 12 bytes at s (quant/blocks.h, q3k_scales).
+int q3_scale(uint s, uint j) {
+  const uint low4 = j < 8u ? (w_u8(s + j) & 15u) : (w_u8(s + j - 8u) >> 4);
+  const uint high2 = (w_u8(s + 8u + j % 4u) >> (2u * (j / 4u))) & 3u;
+  return int(low4 | (high2 << 4)) - 32;
+}
+float block_dot(uint o, uint xo) {
+  const float d = w_f16(o + 108u);
+  float total = 0.0;
+  for (uint g = 0u; g < 16u; ++g) {
+    float dot = 0.0;
+    for (uint i = 0u; i < 16u; ++i) {
+      const uint e = 16u * g + i;
+      const uint h = (w_u8(o + e % 32u) >> (e / 32u)) & 1u;
+      dot += float(int(q2_level(o + 32u, e)) - (h != 0u ? 0 : 4)) * x[xo + e];
+    }
+    total += d * float(q3_scale(o + 96u, g)) * dot;
+  }
+  return total;
+}
+
+#elif defined(W_Q5_K)
+#define BLOCK_ELEMS 256u
+#define BLOCK_BYTES 176u
+void scale_min(uint o, uint j, out float sc, out float m) {
+  const uint s = o + 4u;
+  if (j < 4u) {
+    sc = float(w_u8(s + j) & 63u);
+    m = float(w_u8(s + j + 4u) & 63u);
+  } else {
+    sc = float((w_u8(s + j + 4u) & 15u) | ((w_u8(s + j - 4u) >> 6) << 4));
+    m = float((w_u8(s + j + 4u) >> 4) | ((w_u8(s + j) >> 6) << 4));
+  }
+}
+float block_dot(uint o, uint xo) {
+  const float d = w_f16(o), dmin = w_f16(o + 2u);
+  float total = 0.0;
+  for (uint sb = 0u; sb < 8u; ++sb) {
+    float sc, m;
+    scale_min(o, sb, sc, m);
+    const uint qs = o + 48u + 32u * (sb / 2u);
+    const uint shift = 4u * (sb % 2u);
+    float dot = 0.0, xs = 0.0;
+    for (uint l = 0u; l < 32u; ++l) {
+      const uint e = 32u * sb + l;
+      const float xv = x[xo + e];
+      const uint q = ((w_u8(qs + l) >> shift) & 15u) + 16u * ((w_u8(o + 16u + l) >> sb) & 1u);
+      dot += float(q) * xv;
+      xs += xv;
+    }
+    total += d * sc * dot - dmin * m * xs;
+  }
+  return total;
+}
+
+#elif defined(W_IQ4_XS)
+#define BLOCK_ELEMS 256u
+#define BLOCK_BYTES 136u
+const float kLevels[16] = float[16](-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0, 1.0, 13.0, 25.0,
+                                    38.0, 53.0, 69.0, 89.0, 113.0);
+float block_dot(uint o, uint xo) {
+  const float d = w_f16(o);
+  const uint sh = w_u16(o + 2u);
+  float total = 0.0;
+  for (uint sb = 0u; sb < 8u; ++sb) {
+    const uint ls = ((w_u8(o + 4u + sb / 2u) >> (4u * (sb % 2u))) & 15u) | (((sh >> (2u * sb)) & 3u) << 4);
+    float s = 0.0;
+    for (uint j = 0u; j < 16u; ++j) {
+      const uint b = w_u8(o + 8u + 16u * sb + j);
+      s += kLevels[b & 15u] * x[xo + 32u * sb + j] + kLevels[b >> 4] * x[xo + 32u * sb + j + 16u];
+    }
+    total += d * float(int(ls) - 32) * s;
+  }
+  return total;
+}
+
+#elif defined(W_IQ2_XXS)
+#define BLOCK_ELEMS 256u
+#define BLOCK_BYTES 66u
+// tab: the 256 grid entries as (low, high) words, then the 128 sign bytes (gpu/matrix.cpp).
+uint grid_byte(uint idx, uint j) { return (tab[2u * idx + j / 4u] >> (8u * (j % 4u))) & 255u; }
+uint sign_mask(uint k) { return (tab[512u + k / 4u] >> (8u * (k % 4u))) & 255u; }
+float block_dot(uint o, uint xo) {
+  const float d = w_f16(o);
+  float total = 0.0;
+  for (uint sb = 0u; sb < 8u; ++sb) {
+    const uint aw = w_u32(o + 2u + 8u * sb), bw = w_u32(o + 6u + 8u * sb);
+    const float db = d * (0.5 + float(bw >> 28)) * 0.25;
+    float s = 0.0;
+    for (uint l = 0u; l < 4u; ++l) {
+      const uint idx = (aw >> (8u * l)) & 255u, mask = sign_mask((bw >> (7u * l)) & 127u);
+      for (uint j = 0u; j < 8u; ++j) {
+        const float v = float(grid_byte(idx, j));
+        s += ((mask >> j) & 1u) != 0u ? -v * x[xo + 32u * sb + 8u * l + j] : v * x[xo + 32u * sb + 8u * l + j];
+      }
+    }
+    total += db * s;
+  }
+  return total;
+}
+
+#elif defined(W_IQ1_S) || defined(W_IQ1_M)
+#define BLOCK_ELEMS 256u
+// tab: the 2048 IQ1 grid entries as (low, high) words of signed bytes in {-1, 0, 1}.
+float grid_coord(uint idx, uint j) { return float(int(tab[2u * idx + j / 4u] << (24u - 8u * (j % 4u))) >> 24); }
+// dl·Σ (coord + delta)·x over the eight elements of grid entry idx.
+float group8(uint idx, float delta, uint xo) {
+  float s = 0.0, xs = 0.0;
+  for (uint j = 0u; j < 8u; ++j) {
+    s += grid_coord(idx, j) * x[xo + j];
+    xs += x[xo + j];
+  }
+  return s + delta * xs;
+}
+#if defined(W_IQ1_S)
+#define BLOCK_BYTES 50u
+float block_dot(uint o, uint xo) {
+  const float d = w_f16(o);
+  float total = 0.0;
+  for (uint sb = 0u; sb < 8u; ++sb) {
+    const uint h = w_u16(o + 34u + 2u * sb);
+    const float dl = d * float(2u * ((h >> 12) & 7u) + 1u);
+    const float delta = (h & 0x8000u) != 0u ? -0.125 : 0.125;
+    float s = 0.0;
+    for (uint l = 0u; l < 4u; ++l) {
+      const uint idx = w_u8(o + 2u + 4u * sb + l) | (((h >> (3u * l)) & 7u) << 8);
+      s += group8(idx, delta, xo + 32u * sb + 8u * l);
+    }
+    total += dl * s;
+  }
+  return total;
+}
+#else
+#define BLOCK_BYTES 56u
+float block_dot(uint o, uint xo) {
+  uint sc[4];
+  uint dbits = 0u;
+  for (uint k = 0u; k < 4u; ++k) {
+    sc[k] = w_u16(o + 48u + 2u * k);
+    dbits |= (sc[k] >> 12) << (4u * k);
+  }
+  const float d = unpackHalf2x16(dbits).x;
+  float total = 0.0;
+  for (uint t = 0u; t < 16u; ++t) {
+    const float dl = d * float(2u * ((sc[t / 4u] >> (3u * (t % 4u))) & 7u) + 1u);
+    float s = 0.0;
+    for (uint half_ = 0u; half_ < 2u; ++half_) {
+      const uint bits = w_u8(o + 32u + t) >> (4u * half_);
+      const float delta = (bits & 8u) != 0u ? -0.125 : 0.125;
+      const uint idx = w_u8(o + 2u * t + half_) | ((bits & 7u) << 8);
+      s += group8(idx, delta, xo + 16u * t + 8u * half_);
+    }
+    total += dl * s;
+  }
+  return total;
+}
+#endif
+
+#elif defined(W_Q4_0) || defined(W_Q4_1) || defined(W_Q5_0) || defined(W_Q5_1)
+// The legacy 32-element types: d (and m) in f16, the fifth bits in a u32, nibbles as IQ4_NL.
+#define BLOCK_ELEMS 32u
+#if defined(W_Q4_0)
+#define BLOCK_BYTES 18u
+#define QS_AT 2u
+#elif defined(W_Q4_1)
+#define BLOCK_BYTES 20u
+#define QS_AT 4u
+#elif defined(W_Q5_0)
+#define BLOCK_BYTES 22u
+#define QS_AT 6u
+#define QH_AT 2u
+#else
+#define BLOCK_BYTES 24u
+#define QS_AT 8u
+#define QH_AT 4u
+#endif
+float block_dot(uint o, uint xo) {
+#if defined(QH_AT)
+  const uint qh = w_u32(o + QH_AT);
+#endif
+  float s = 0.0, xs = 0.0;
+  for (uint j = 0u; j < 16u; ++j) {
+    const uint b = w_u8(o + QS_AT + j);
+    uint lo = b & 15u, hi = b >> 4;
+#if defined(QH_AT)
+    lo |= ((qh >> j) & 1u) << 4;
+    hi |= ((qh >> (j + 16u)) & 1u) << 4;
+#endif
+    s += float(lo) * x[xo + j] + float(hi) * x[xo + j + 16u];
+    xs += x[xo + j] + x[xo + j + 16u];
+  }
+  const float d = w_f16(o);
+#if defined(W_Q4_0)
+  return d * (s - 8.0 * xs);
+#elif defined(W_Q5_0)
+  return d * (s - 16.0 * xs);
+#else
+  return d * s + w_f16(o + 2u) * xs;
+#endif
+}
+
 #else
 #error "matvec.comp: define the weight type (W_F32, W_Q8_0, ...)"
 #endif

@@ -221,6 +221,23 @@ Buffer Device::alloc(size_t bytes, std::string_view what) {
   return b;
 }
 
+Buffer Device::alloc_mapped(size_t bytes, std::string_view what) {
+  Buffer b;
+  VkBuffer buf = VK_NULL_HANDLE;
+  VkDeviceMemory mem = VK_NULL_HANDLE;
+  impl_->create_buffer(bytes,
+                       VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                           VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                       VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, buf, mem,
+                       what);
+  b.dev_ = this;
+  b.handle_ = reinterpret_cast<uint64_t>(buf);
+  b.memory_ = reinterpret_cast<uint64_t>(mem);
+  b.size_ = bytes;
+  check(vk().vkMapMemory(impl_->device, mem, 0, VK_WHOLE_SIZE, 0, &b.map_), "vkMapMemory");
+  return b;
+}
+
 void Device::upload(const Buffer& dst, size_t offset, const void* src, size_t bytes) {
   if (offset + bytes > dst.size_)
     fail("GPU upload of {} bytes at {} past a buffer of {}", bytes, offset, dst.size_);
@@ -258,6 +275,8 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
     handle_ = o.handle_;
     memory_ = o.memory_;
     size_ = o.size_;
+    map_ = o.map_;
+    o.map_ = nullptr;
     o.dev_ = nullptr;
     o.handle_ = o.memory_ = 0;
     o.size_ = 0;
@@ -268,10 +287,12 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
 Buffer::~Buffer() {
   if (!handle_) return;
   Device::Impl& m = dev_->impl();
+  if (map_) vk().vkUnmapMemory(m.device, reinterpret_cast<VkDeviceMemory>(memory_));
+  else m.allocated -= size_;
   vk().vkDestroyBuffer(m.device, reinterpret_cast<VkBuffer>(handle_), nullptr);
   vk().vkFreeMemory(m.device, reinterpret_cast<VkDeviceMemory>(memory_), nullptr);
-  m.allocated -= size_;
   handle_ = memory_ = 0;
+  map_ = nullptr;
 }
 
 }  // namespace k3::gpu

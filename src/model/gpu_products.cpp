@@ -1,0 +1,89 @@
+#include "model/gpu_products.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace k3::model {
+
+GpuProducts::GpuProducts(std::unique_ptr<gpu::Device> dev) : dev_(std::move(dev)) {
+  rec_ = std::make_unique<gpu::Recorder>(*dev_);
+}
+GpuProducts::~GpuProducts() = default;
+
+void GpuProducts::add(const kernels::WeightView& w, int64_t rows, std::string_view what) {
+  if (!w.data) return;
+  const auto* begin = static_cast<const uint8_t*>(w.data);
+  Entry e;
+  e.begin = begin;
+  e.end = begin + static_cast<size_t>(rows) * w.row_stride;
+  e.row_stride = w.row_stride;
+  e.m = gpu::upload_matrix(*dev_, w.type, w.data, rows, w.cols, w.row_stride, what);
+  weight_bytes_ += e.m.bytes();
+  const auto at = std::upper_bound(entries_.begin(), entries_.end(), e.begin,
+                                   [](const uint8_t* p, const Entry& x) { return p < x.begin; });
+  entries_.insert(at, std::move(e));
+}
+
+const GpuProducts::Entry* GpuProducts::find(const kernels::WeightView& w) const {
+  const auto* p = static_cast<const uint8_t*>(w.data);
+  auto it = std::upper_bound(entries_.begin(), entries_.end(), p,
+                             [](const uint8_t* q, const Entry& x) { return q < x.begin; });
+  if (it == entries_.begin()) return nullptr;
+  const Entry& e = *--it;
+  if (p >= e.end || w.row_stride != e.row_stride || w.type != e.m.type || w.cols != e.m.cols) return nullptr;
+  if ((p - e.begin) % static_cast<ptrdiff_t>(e.row_stride) != 0) return nullptr;
+  if (p + static_cast<size_t>(w.rows) * w.row_stride > e.end) return nullptr;
+  return &e;
+}
+
+bool GpuProducts::run(const kernels::WeightView& w, const float* x, int64_t n_tok, float* y, int64_t x_stride,
+                      int64_t y_stride) const {
+  const Entry* e = find(w);
+  if (!e) return false;
+  if (x_stride < 0) x_stride = w.cols;
+  if (y_stride < 0) y_stride = w.rows;
+  const int64_t first_row =
+      (static_cast<const uint8_t*>(w.data) - e->begin) / static_cast<ptrdiff_t>(e->row_stride);
+  // Tokens per round trip: the activations and the results of one round each fit one binding.
+  const size_t limit = dev_->info().max_binding_bytes;
+  const int64_t per = std::max<int64_t>(
+      1, std::min<int64_t>({n_tok, 65535, static_cast<int64_t>(limit / (static_cast<size_t>(w.cols) * 4)),
+                            static_cast<int64_t>(limit / (static_cast<size_t>(w.rows) * 4))}));
+  std::lock_guard lock(mutex_);
+  for (int64_t t0 = 0; t0 < n_tok; t0 += per)
+    run_tokens(*e, w, first_row, x + t0 * x_stride, std::min(per, n_tok - t0), y + t0 * y_stride, x_stride,
+               y_stride);
+  return true;
+}
+
+void GpuProducts::run_tokens(const Entry& e, const kernels::WeightView& w, int64_t first_row, const float* x,
+                             int64_t n_tok, float* y, int64_t x_stride, int64_t y_stride) const {
+  const size_t in_bytes = static_cast<size_t>(n_tok * w.cols) * 4,
+               out_bytes = static_cast<size_t>(n_tok * w.rows) * 4;
+  auto grow = [&](gpu::Buffer& host, gpu::Buffer& device, size_t bytes, const char* what) {
+    if (host.size() >= bytes) return;
+    const size_t cap = std::max(bytes, host.size() * 2);
+    host = dev_->alloc_mapped(cap, what);
+    device = dev_->alloc(cap, what);
+  };
+  grow(io_in_, dev_in_, in_bytes, "activations in");
+  grow(io_out_, dev_out_, out_bytes, "products out");
+  auto* in = static_cast<float*>(io_in_.mapped());
+  for (int64_t t = 0; t < n_tok; ++t)
+    std::memcpy(in + t * w.cols, x + t * x_stride, static_cast<size_t>(w.cols) * 4);
+  rec_->copy(io_in_, 0, dev_in_, 0, in_bytes);
+  // Bound to the bytes of this round: the buffers may have grown past the binding limit.
+  gpu::record_matvec(*rec_, e.m, {&dev_in_, 0, in_bytes}, static_cast<size_t>(w.cols),
+                     {&dev_out_, 0, out_bytes}, static_cast<size_t>(w.rows), static_cast<uint32_t>(n_tok),
+                     first_row, w.rows);
+  rec_->copy(dev_out_, 0, io_out_, 0, out_bytes);
+  dev_->submit(*rec_);
+  const auto* out = static_cast<const float*>(io_out_.mapped());
+  for (int64_t t = 0; t < n_tok; ++t)
+    std::memcpy(y + t * y_stride, out + t * w.rows, static_cast<size_t>(w.rows) * 4);
+  ++products_;
+}
+
+}  // namespace k3::model

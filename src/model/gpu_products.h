@@ -1,0 +1,62 @@
+// model/gpu_products: the matrices of the layers placed on the GPU, and the products that run
+// there (k3 -ngl, docs/gpu.md).
+// Contract: add() uploads a bound matrix (a trunk matrix, or a stacked expert tensor); run()
+// takes any product whose weight rows lie inside an uploaded matrix (the whole matrix, or a
+// slice: one expert's rows, one rank's rows) and computes it on the device, float32 sums over
+// float32 activations (gpu/matrix.h); it returns false for weights that are not there. Thread-
+// safe: one product at a time per device.
+// What this is not yet: the layer's element-wise work (norms, AttnRes, KDA, MLA attention, the
+// router) stays on the CPU, so each product is one host round trip (docs/gpu.md says what
+// that costs and what comes next).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "gpu/device.h"
+#include "gpu/matrix.h"
+#include "kernels/matmul.h"
+
+namespace k3::model {
+
+class GpuProducts {
+ public:
+  explicit GpuProducts(std::unique_ptr<gpu::Device> dev);
+  ~GpuProducts();
+
+  // `rows` may exceed w.rows: a stacked tensor of which w is the first slice.
+  void add(const kernels::WeightView& w, int64_t rows, std::string_view what);
+  bool holds(const kernels::WeightView& w) const { return find(w) != nullptr; }
+  bool run(const kernels::WeightView& w, const float* x, int64_t n_tok, float* y, int64_t x_stride = -1,
+           int64_t y_stride = -1) const;
+
+  gpu::Device& device() const { return *dev_; }
+  uint64_t weight_bytes() const { return weight_bytes_; }
+  size_t matrices() const { return entries_.size(); }
+  // Products run and host round trips so far (k3 bench -ngl).
+  uint64_t products() const { return products_; }
+
+ private:
+  struct Entry {
+    const uint8_t* begin = nullptr;
+    const uint8_t* end = nullptr;
+    size_t row_stride = 0;
+    gpu::Matrix m;
+  };
+  const Entry* find(const kernels::WeightView& w) const;
+  void run_tokens(const Entry& e, const kernels::WeightView& w, int64_t first_row, const float* x,
+                  int64_t n_tok, float* y, int64_t x_stride, int64_t y_stride) const;
+  std::unique_ptr<gpu::Device> dev_;
+  std::vector<Entry> entries_;  // sorted by begin
+  uint64_t weight_bytes_ = 0;
+  mutable std::mutex mutex_;
+  // Activations in and results out: host-visible, grown to the largest product.
+  mutable gpu::Buffer io_in_, io_out_, dev_in_, dev_out_;
+  mutable std::unique_ptr<gpu::Recorder> rec_;
+  mutable uint64_t products_ = 0;
+};
+
+}  // namespace k3::model
