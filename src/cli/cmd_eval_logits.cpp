@@ -7,7 +7,9 @@
 #include <chrono>
 
 #include "cli/commands.h"
+#include "cli/memory_flags.h"
 #include "cli/open_model.h"
+#include "model/gpu_placement.h"
 #include "cli/dist_flags.h"
 #include "cli/parse_args.h"
 #include "core/atomic_file.h"
@@ -36,7 +38,11 @@ int cmd_eval_logits(int argc, char** argv) {
   app.add_option("--ubatch", ubatch, "tokens per forward micro-batch (default: all of a call)");
   DistFlags dist_flags;
   add_dist_flags(app, dist_flags);
+  MemoryFlags gpu_flags;
+  add_gpu_flags(app, gpu_flags);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
+  model::GpuPlacement gpu;
+  if (const std::string bad = to_gpu_placement(gpu_flags, gpu); !bad.empty()) return usage_error(bad);
   if (tokens_arg.empty() && tokens_file.empty()) { return usage_error("give --tokens or --tokens-file"); }
 
   std::vector<int32_t> tokens;
@@ -49,6 +55,7 @@ int cmd_eval_logits(int argc, char** argv) {
   const runtime::EvalMode mode = runtime::EvalMode::parse(mode_arg);
 
   auto model = open_model(model_path, VocabNeed::Optional, "eval-logits").model;
+  model::place_on_gpu(*model, gpu);
   runtime::EngineOptions opts;
   opts.n_threads = threads;
   opts.cache_type = kv_type;

@@ -9,7 +9,9 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/memory_flags.h"
 #include "cli/open_model.h"
+#include "model/gpu_placement.h"
 #include "cli/dist_flags.h"
 #include "cli/parse_args.h"
 #include "cli/token_input.h"
@@ -50,12 +52,17 @@ int cmd_perplexity(int argc, char** argv) {
   app.add_flag("--no-progress", no_progress, "no progress bar on stderr");
   DistFlags dist_flags;
   add_dist_flags(app, dist_flags);
+  MemoryFlags gpu_flags;
+  add_gpu_flags(app, gpu_flags);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
+  model::GpuPlacement gpu;
+  if (const std::string bad = to_gpu_placement(gpu_flags, gpu); !bad.empty()) return usage_error(bad);
   if (text_file.empty() == tokens_file.empty()) {
     return usage_error("give exactly one of -f or --tokens-file");
   }
 
   auto model = open_model(model_path, VocabNeed::Optional, "perplexity").model;
+  model::place_on_gpu(*model, gpu);
   CorpusTokens corpus = load_corpus_tokens(*model, text_file, tokens_file, "perplexity");
   std::vector<int32_t>& tokens = corpus.tokens;
   if (corpus.bos >= 0) po.bos_token = corpus.bos;

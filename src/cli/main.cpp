@@ -7,6 +7,8 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/legacy_flags.h"
+#include "cli/memory_flags.h"
 #include "cli/parse_args.h"
 #include "core/error.h"
 #include "dist/cluster.h"
@@ -58,6 +60,12 @@ int main(int argc, char** argv) {
     print_help();
     return argc < 2 ? 2 : 0;
   }
+  if (!std::strcmp(argv[1], "--list-devices")) list_devices();
+  // llama.cpp's multi-letter single-dash GPU flags, for every command (CLI11 takes one letter).
+  LegacyFlags gpu_spellings(argc, argv,
+                            {{"-ngl", "--n-gpu-layers"}, {"-dev", "--device"}, {"-ncmoe", "--n-cpu-moe"}});
+  argc = gpu_spellings.argc();
+  argv = gpu_spellings.argv();
   if (!std::strcmp(argv[1], "--version")) {
     fmt::print("k3 {}\n", k3::version());
     return 0;

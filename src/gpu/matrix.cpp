@@ -43,6 +43,8 @@ struct MatvecPush {
 // The most workgroups one dimension of a dispatch may have on every device; larger matrices
 // loop over their rows inside the shader.
 constexpr uint32_t kMaxGroups = 65535;
+// Workgroups for `rows` rows: eight rows each (gpu/shaders/matvec.comp).
+uint32_t groups(int64_t rows) { return static_cast<uint32_t>(std::min<int64_t>((rows + 7) / 8, kMaxGroups)); }
 
 // The codebook a type's shader reads at binding 3 (gpu/shaders/weight_blocks.glsl), or empty.
 std::vector<uint32_t> codebook(quant::Type type) {
@@ -128,12 +130,8 @@ void record_matvec(Recorder& rec, const Matrix& w, const BufferRange& x, size_t 
                           static_cast<uint32_t>(y_stride),
                           static_cast<uint32_t>(r0 - part.first_row),
                           static_cast<uint32_t>(r0 - first_row)};
-    if (w.tables)
-      rec.dispatch(shader, {{&part.buf, 0, 0}, x, y, {&w.tables, 0, 0}}, push,
-                   static_cast<uint32_t>(std::min<int64_t>(r1 - r0, kMaxGroups)), n_tok);
-    else
-      rec.dispatch(shader, {{&part.buf, 0, 0}, x, y}, push,
-                   static_cast<uint32_t>(std::min<int64_t>(r1 - r0, kMaxGroups)), n_tok);
+    if (w.tables) rec.dispatch(shader, {{&part.buf, 0, 0}, x, y, {&w.tables, 0, 0}}, push, groups(r1 - r0));
+    else rec.dispatch(shader, {{&part.buf, 0, 0}, x, y}, push, groups(r1 - r0));
   }
 }
 

@@ -123,30 +123,45 @@ GpuPlan plan_gpu(const Model& model, const GpuPlacement& p) {
 
 std::string place_on_gpu(Model& model, const GpuPlacement& p) {
   if (!p.any()) return {};
+  const gpu::DeviceProbe probe = gpu::probe_devices();
+  if (probe.devices.empty()) {
+    log::warn("-ngl: no GPU, running on the CPU: {}", probe.why_none);
+    return {};
+  }
   const GpuPlan plan = plan_gpu(model, p);
   std::unique_ptr<gpu::Device> dev = gpu::Device::open(p.device);
   const gpu::DeviceInfo& info = dev->info();
-  // What the device keeps for activations, staging and the driver: 5 % and at least 256 MiB.
+  // What the driver keeps: 5 %, at least 256 MiB; --vram-budget may ask for less; the
+  // activation buffers come out of what is left.
   const uint64_t reserve = std::max<uint64_t>(info.vram_bytes / 20, 256ull << 20);
-  const uint64_t usable = info.vram_bytes > reserve ? info.vram_bytes - reserve : 0;
+  const uint64_t device_cap = info.vram_bytes > reserve ? info.vram_bytes - reserve : 0;
+  const bool by_budget = p.vram_budget && p.vram_budget < device_cap;
+  const uint64_t cap = by_budget ? p.vram_budget : device_cap;
+  const uint64_t io = 2 * GpuProducts::kIoBytes;
+  const uint64_t usable = cap > io ? cap - io : 0;
   if (plan.total() > usable) {
     uint64_t sum = 0;
     uint32_t fit = 0;
     for (uint64_t b : plan.layer_bytes)
       if ((sum += b) <= usable) ++fit;
+    const std::string whence = by_budget ? fmt::format("--vram-budget {} MiB", p.vram_budget >> 20)
+                                         : fmt::format("{}'s {} MiB less {} MiB for the driver", info.name,
+                                                       info.vram_bytes >> 20, reserve >> 20);
     fail(
-        "-ngl {}: the placed weights need {} MiB of GPU memory; {} ({}) has {} MiB, {} MiB of it usable. "
-        "-ngl {} fits{}",
+        "-ngl {}: the placed weights need {} MiB of GPU memory, and {} MiB is usable ({}, less {} MiB for "
+        "activations). -ngl {} fits{}",
         p.n_gpu_layers >= GpuPlacement::kAllLayers ? std::string("all") : std::to_string(p.n_gpu_layers),
-        plan.total() >> 20, info.name, info.index, info.vram_bytes >> 20, usable >> 20, fit,
+        plan.total() >> 20, usable >> 20, whence, io >> 20, fit,
         plan.expert_bytes ? ", or keep the routed experts on the CPU with --cpu-moe" : "");
   }
   auto products = std::make_shared<GpuProducts>(std::move(dev));
   const HParams& hp = model.hparams();
   const Weights& W = model.weights();
+  std::vector<const void*> placed_trunk;
   for (uint32_t il = 0; il < plan.layers; ++il) {
     for_each_layer_matrix(W.layers[il], [&](const WeightView& w, const char* name) {
       products->add(w, w.rows, fmt::format("blk.{}.{}", il, name));
+      placed_trunk.push_back(w.data);
     });
     if (experts_placed(model, p, il)) {
       const ExpertStack s = expert_stack(model, il);
@@ -156,7 +171,10 @@ std::string place_on_gpu(Model& model, const GpuPlacement& p) {
       products->add(s.first.down, s.first.down.rows * hp.n_expert, fmt::format("blk.{}.ffn_down_exps", il));
     }
   }
-  if (plan.head) products->add(W.output, W.output.rows, "output");
+  if (plan.head) {
+    products->add(W.output, W.output.rows, "output");
+    placed_trunk.push_back(W.output.data);
+  }
   const std::string lines = fmt::format(
       "gpu: using {}\n"
       "gpu: offloaded {}/{} layers{} to the GPU: {} MiB of trunk, {} MiB of routed experts ({} layers' "
@@ -166,7 +184,8 @@ std::string place_on_gpu(Model& model, const GpuPlacement& p) {
       plan.trunk_bytes >> 20, plan.expert_bytes >> 20, plan.expert_layers,
       products->device().allocated_bytes() >> 20, info.vram_bytes >> 20);
   log::info("{}", lines.substr(0, lines.size() - 1));
-  model.set_gpu(std::move(products));
+  products->set_trunk_bytes(plan.trunk_bytes);
+  model.set_gpu(std::move(products), placed_trunk);
   return lines;
 }
 

@@ -6,7 +6,9 @@
 // placed when i < n_gpu_layers; the output head too when n_gpu_layers exceeds the layer count
 // (llama.cpp's count, in which the head is one more layer). The routed experts of a placed layer
 // go with it unless cpu_moe, or the layer is among the first n_cpu_moe, or the expert source
-// does not hold them in place (the streaming store of --ram-budget).
+// does not hold them in place (the streaming store of --ram-budget). What may be used is the
+// device's memory less a reserve for the driver (5 %, at least 256 MiB), or vram_budget when
+// smaller; the activation buffers (2 × GpuProducts::kIoBytes) come out of it first.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +24,9 @@ class GpuProducts;
 struct GpuPlacement {
   int n_gpu_layers = 0;  // 0: no GPU; kAllLayers: every layer and the head
   int device = 0;
-  bool cpu_moe = false;  // every routed expert on the CPU
-  int n_cpu_moe = 0;     // the routed experts of layers 0 … n_cpu_moe-1 on the CPU
+  bool cpu_moe = false;      // every routed expert on the CPU
+  int n_cpu_moe = 0;         // the routed experts of layers 0 … n_cpu_moe-1 on the CPU
+  uint64_t vram_budget = 0;  // --vram-budget: bytes k3 may take on the device; 0: the device's own
 
   static constexpr int kAllLayers = 1 << 30;
   bool any() const { return n_gpu_layers > 0; }

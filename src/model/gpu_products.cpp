@@ -46,8 +46,9 @@ bool GpuProducts::run(const kernels::WeightView& w, const float* x, int64_t n_to
   if (y_stride < 0) y_stride = w.rows;
   const int64_t first_row =
       (static_cast<const uint8_t*>(w.data) - e->begin) / static_cast<ptrdiff_t>(e->row_stride);
-  // Tokens per round trip: the activations and the results of one round each fit one binding.
-  const size_t limit = dev_->info().max_binding_bytes;
+  // Tokens per round trip: the activations and the results of one round each fit one binding,
+  // and kIoBytes, so that the device-side buffers stay within what the VRAM plan set aside.
+  const size_t limit = std::min<size_t>(dev_->info().max_binding_bytes, kIoBytes);
   const int64_t per = std::max<int64_t>(
       1, std::min<int64_t>({n_tok, 65535, static_cast<int64_t>(limit / (static_cast<size_t>(w.cols) * 4)),
                             static_cast<int64_t>(limit / (static_cast<size_t>(w.rows) * 4))}));

@@ -24,6 +24,10 @@ namespace k3::model {
 
 class GpuProducts {
  public:
+  // The most one round trip's activations, or its results, take on the device: the VRAM plan
+  // sets aside twice this (model/gpu_placement.h).
+  static constexpr size_t kIoBytes = 64ull << 20;
+
   explicit GpuProducts(std::unique_ptr<gpu::Device> dev);
   ~GpuProducts();
 
@@ -35,6 +39,9 @@ class GpuProducts {
 
   gpu::Device& device() const { return *dev_; }
   uint64_t weight_bytes() const { return weight_bytes_; }
+  // Of those, the trunk's (not routed experts): what the RAM plan no longer counts.
+  uint64_t trunk_bytes() const { return trunk_bytes_; }
+  void set_trunk_bytes(uint64_t b) { trunk_bytes_ = b; }
   size_t matrices() const { return entries_.size(); }
   // Products run and host round trips so far (k3 bench -ngl).
   uint64_t products() const { return products_; }
@@ -51,7 +58,7 @@ class GpuProducts {
                   int64_t n_tok, float* y, int64_t x_stride, int64_t y_stride) const;
   std::unique_ptr<gpu::Device> dev_;
   std::vector<Entry> entries_;  // sorted by begin
-  uint64_t weight_bytes_ = 0;
+  uint64_t weight_bytes_ = 0, trunk_bytes_ = 0;
   mutable std::mutex mutex_;
   // Activations in and results out: host-visible, grown to the largest product.
   mutable gpu::Buffer io_in_, io_out_, dev_in_, dev_out_;

@@ -20,6 +20,12 @@ Model::Model(std::shared_ptr<const gguf::GgufFile> file) : file_(std::move(file)
 
 Model::~Model() = default;
 
+void Model::set_gpu(std::shared_ptr<const GpuProducts> gpu, const std::vector<const void*>& placed_trunk) {
+  gpu_ = std::move(gpu);
+  moved_.insert(moved_.end(), placed_trunk.begin(), placed_trunk.end());
+  std::sort(moved_.begin(), moved_.end());
+}
+
 void Model::move_trunk(std::shared_ptr<const void> memory,
                        const std::function<const void*(const void*)>& where) {
   for_each_streamed_matrix(w_, [&](WeightView& v) {

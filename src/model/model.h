@@ -43,9 +43,10 @@ class Model {
   // Where the moved matrices used to be (their GGUF tensor data pointers, sorted); empty until
   // move_trunk. The store leaves these ranges of the mapping alone (store/trunk.h).
   const std::vector<const void*>& moved_trunk() const { return moved_; }
-  // The layers placed on the GPU (model/gpu_placement.h); null: everything on the CPU.
+  // The layers placed on the GPU (model/gpu_placement.h); null: everything on the CPU. The
+  // placed trunk matrices join moved_trunk(): the CPU no longer reads their pages.
   const GpuProducts* gpu() const { return gpu_.get(); }
-  void set_gpu(std::shared_ptr<const GpuProducts> gpu) { gpu_ = std::move(gpu); }
+  void set_gpu(std::shared_ptr<const GpuProducts> gpu, const std::vector<const void*>& placed_trunk);
 
  private:
   std::shared_ptr<const gguf::GgufFile> file_;

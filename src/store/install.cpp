@@ -13,6 +13,7 @@
 
 #include "model/hparams.h"
 #include "model/expert_source.h"
+#include "model/gpu_placement.h"
 #include "model/model.h"
 #include "store/decode_copy.h"
 #include "store/memory_limit.h"
@@ -90,8 +91,22 @@ std::unique_ptr<model::ExpertSource> prepare_decode_copy(const model::Model& m,
   return std::move(r.source);
 }
 
-ExpertStore* install_store(model::Model& m, const MemoryOptions& opt, const EngineShape& shape, bool quiet,
-                           const SourceWrapper& wrap) {
+// -ngl: the placed layers go to the GPU first, so that the huge-page copy, the store's locked trunk
+// and the memory plan leave them out. Streamed experts stay on the CPU (the store reads them into
+// RAM slots), and experts bound for the GPU get no decode copy (it would only cost RAM).
+// The load lines go to stderr (model::place_on_gpu logs them).
+void place_layers_on_gpu(model::Model& m, MemoryOptions& opt) {
+  if (!opt.gpu.any() || m.gpu()) return;
+  model::GpuPlacement g = opt.gpu;
+  if (opt.streaming) g.cpu_moe = true;
+  if (!g.cpu_moe) opt.decode_copy = false;
+  model::place_on_gpu(m, g);
+}
+
+ExpertStore* install_store(model::Model& m, const MemoryOptions& options, const EngineShape& shape,
+                           bool quiet, const SourceWrapper& wrap) {
+  MemoryOptions opt = options;
+  place_layers_on_gpu(m, opt);
   prepare_trunk(m, opt, quiet);
   std::unique_ptr<ExpertStore> s = build_store(m, opt, shape, quiet);
   ExpertStore* raw = s.get();

@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "model/gpu_placement.h"
+
 namespace k3::store {
 
 enum class Eviction { LRU, LFU };
@@ -30,6 +32,9 @@ struct MemoryOptions {
   // In mmap mode, rewrite the routed experts whose type has a decode layout (IQ1_M) into it at
   // load, where the copy fits in half the memory available (store/decode_copy.h).
   bool decode_copy = true;
+  // Layers on the GPU (-ngl, --cpu-moe, --device; model/gpu_placement.h): placed by
+  // install_store before the trunk and the store, which then leave the placed matrices alone.
+  model::GpuPlacement gpu;
 
   // One rank of a distributed run touches only its rows of the trunk and runs only the experts
   // it owns: the mapping keeps just those resident, where a huge-page copy would hold the whole

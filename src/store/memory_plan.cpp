@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "gguf/file.h"
+#include "model/gpu_products.h"
 #include "model/hparams.h"
 #include "model/model.h"
 #include "model/schema.h"
@@ -57,6 +58,10 @@ MemoryPlan plan_memory(const model::Model& m, uint64_t budget, const EngineShape
   for (const gguf::TensorInfo& t : f.tensors())
     if (is_expert_tensor(t.name)) p.experts_total += t.nbytes;
     else p.trunk += t.nbytes;
+  if (m.gpu()) {
+    p.vram = std::min(p.trunk, m.gpu()->trunk_bytes());
+    p.trunk -= p.vram;
+  }
 
   // Expert layout, shape-checked as the mapped store does.
   p.layers.resize(hp.n_layer);
@@ -137,6 +142,7 @@ std::string plan_table(const MemoryPlan& p) {
   };
   row("trunk", p.trunk,
       "resident: non-expert weights (matrices copied into huge pages; else page cache, locked when allowed)");
+  if (p.vram) row("trunk on GPU", p.vram, "in VRAM (-ngl): not counted in the budget");
   row("state", p.state, "KV/KDA state at full context");
   row("work", p.work, "activation buffers (estimate)");
   row("overhead", p.overhead, "code, heap, threads");

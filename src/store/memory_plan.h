@@ -56,7 +56,8 @@ struct EngineShape {
 
 struct MemoryPlan {
   uint64_t budget = 0;    // as asked (kUnlimited possible)
-  uint64_t trunk = 0;     // resident non-expert tensors
+  uint64_t trunk = 0;     // resident non-expert tensors (less those on the GPU)
+  uint64_t vram = 0;      // trunk matrices on the GPU (-ngl): not counted in the budget
   uint64_t state = 0;     // sequence state at full context
   uint64_t work = 0;      // activation buffers (estimate)
   uint64_t overhead = 0;  // code, heap, threads

@@ -157,3 +157,57 @@ TEST_F(Cli, MissingModelFileIsAnErrorNamingIt) {
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("absent.gguf"), std::string::npos) << r.err;
 }
+
+// The GPU flags (docs/gpu.md). CI runs these on lavapipe; a machine without a Vulkan device
+// still checks the fallback and the usage errors.
+TEST_F(Cli, GpuGreedyTextEqualsTheCpuAndLoadLinesNameTheDevice) {
+  const std::string args = " -p 'Tell me about the sea.' -n 48 --temp 0 --ignore-eos";
+  Result cpu = k3("run" + args);
+  Result gpu = k3("run -ngl all" + args);
+  ASSERT_EQ(cpu.rc, 0) << cpu.err;
+  ASSERT_EQ(gpu.rc, 0) << gpu.err;
+  Result list = k3("--list-devices");
+  ASSERT_EQ(list.rc, 0);
+  if (list.out.find("Vulkan0") == std::string::npos) {
+    EXPECT_NE(gpu.err.find("running on the CPU"), std::string::npos) << gpu.err;
+  } else {
+    EXPECT_NE(gpu.err.find("gpu: using Vulkan0"), std::string::npos) << gpu.err;
+    EXPECT_NE(gpu.err.find("offloaded 6/6 layers and the output head"), std::string::npos) << gpu.err;
+  }
+  // k3-tiny's greedy answer with every product on the GPU: the same 48 tokens.
+  EXPECT_EQ(gpu.out, cpu.out);
+}
+
+TEST_F(Cli, GpuWithoutADriverFallsBackToTheCpuAndSaysWhy) {
+  Result r = k3("run -p 'Hi' -n 4 --temp 0");
+  // No Vulkan driver (a loader that finds none): the same answer, from the CPU.
+  ::setenv("VK_DRIVER_FILES", "/nonexistent.json", 1);
+  Result none = k3("run -ngl all -p 'Hi' -n 4 --temp 0");
+  ::unsetenv("VK_DRIVER_FILES");
+  ASSERT_EQ(none.rc, 0) << none.err;
+  EXPECT_NE(none.err.find("-ngl: no GPU, running on the CPU"), std::string::npos) << none.err;
+  EXPECT_EQ(none.out, r.out);
+}
+
+TEST_F(Cli, GpuFlagErrorsAreClear) {
+  Result bad = k3("run -ngl many -p hi");
+  EXPECT_EQ(bad.rc, 2);
+  EXPECT_NE(bad.err.find("-ngl takes a number of layers or 'all'"), std::string::npos) << bad.err;
+  Result moe = k3("run --cpu-moe -p hi");
+  EXPECT_EQ(moe.rc, 2);
+  EXPECT_NE(moe.err.find("go with -ngl"), std::string::npos) << moe.err;
+  Result dev = k3("run -ngl 1 -dev Vulkanx -p hi");
+  EXPECT_EQ(dev.rc, 2);
+  EXPECT_NE(dev.err.find("--device takes N or VulkanN"), std::string::npos) << dev.err;
+  Result list = k3("--list-devices");
+  if (list.out.find("Vulkan0") == std::string::npos) return;  // no device: the rest needs one
+  Result far = k3("run -ngl all --device 9 -p hi");
+  EXPECT_EQ(far.rc, 1);
+  EXPECT_NE(far.err.find("--device 9"), std::string::npos) << far.err;
+  // A VRAM budget too small: refused, with the largest -ngl that fits named.
+  Result small = k3("run -ngl all --vram-budget 130M -p hi -n 2");
+  EXPECT_EQ(small.rc, 1);
+  EXPECT_NE(small.err.find("-ngl 2 fits"), std::string::npos) << small.err;
+  Result fits = k3("run -ngl 2 --vram-budget 130M -p hi -n 2");
+  EXPECT_EQ(fits.rc, 0) << fits.err;
+}

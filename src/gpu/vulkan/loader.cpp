@@ -39,6 +39,9 @@ std::string load_once() {
   VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   ci.pApplicationInfo = &app;
   const VkResult r = g_fns.vkCreateInstance(&ci, nullptr, &g_fns.instance);
+  if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
+    return "the Vulkan loader found no driver (install one: mesa-vulkan-drivers for lavapipe, or the GPU "
+           "vendor's; VK_DRIVER_FILES names a driver's JSON)";
   if (r != VK_SUCCESS) return fmt::format("vkCreateInstance failed: {}", result_name(r));
 #define K3_VK_LOAD_INSTANCE(name) \
   g_fns.name = reinterpret_cast<PFN_##name>(g_fns.vkGetInstanceProcAddr(g_fns.instance, #name));
