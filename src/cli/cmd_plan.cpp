@@ -74,6 +74,25 @@ int cmd_plan(int argc, char** argv) {
   app.add_option("--ubatch-size", ubatch, "prefill micro-batch (also -ub)")->capture_default_str();
   app.add_flag("--f32-cache", f32_cache, "an F32 MLA cache (default F16)");
   app.add_flag("--json", json, "JSON: one object per host count");
+  std::string gpu_vram;
+  double gpu_bw = 1800, gpu_tflops = 60, pcie_gbs = 50, hop_us = 30, gpu_eff = 0.6;
+  bool hops_per_layer = false;
+  app.add_option(
+      "--gpu-vram", gpu_vram,
+      "a GPU per host with this much memory (e.g. 96G) holds the trunk, the experts stay on the CPU "
+      "(k3 -ngl all --cpu-moe; docs/gpu.md)");
+  app.add_option("--gpu-bw", gpu_bw, "with --gpu-vram: its memory bandwidth, GB/s")->capture_default_str();
+  app.add_option("--gpu-efficiency", gpu_eff, "with --gpu-vram: fraction of it the products achieve")
+      ->capture_default_str();
+  app.add_option("--gpu-tflops", gpu_tflops, "with --gpu-vram: its product rate in prefill, TFLOP/s")
+      ->capture_default_str();
+  app.add_option("--pcie-bw", pcie_gbs, "with --gpu-vram: host<->GPU bandwidth, GB/s")->capture_default_str();
+  app.add_option("--pcie-latency-us", hop_us, "with --gpu-vram: one synchronised round trip, microseconds")
+      ->capture_default_str();
+  app.add_flag(
+      "--gpu-hops-per-layer", hops_per_layer,
+      "with --gpu-vram: price two crossings per MoE layer (the whole layer on the GPU) instead of one "
+      "per trunk product (what k3 runs today)");
   LegacyFlags args(argc, argv, {{"-ub", "--ubatch-size"}});
   if (auto rc = parse_args(app, args.argc(), args.argv())) return *rc;
   if (eff <= 0 || eff > 1) fail("--decode-efficiency must be in (0, 1]");
@@ -99,6 +118,17 @@ int cmd_plan(int argc, char** argv) {
   o.depth = depth;
   o.ubatch = ubatch;
   o.cache_f16 = !f32_cache;
+  if (!gpu_vram.empty()) {
+    o.gpu.vram = tools::parse_size(gpu_vram);
+    o.gpu.bw = gpu_bw * 1e9;
+    o.gpu.efficiency = gpu_eff;
+    o.gpu.flops = gpu_tflops * 1e12;
+    o.gpu.pcie_bw = pcie_gbs * 1e9;
+    o.gpu.hop_latency_s = hop_us * 1e-6;
+    o.gpu.hops_per_layer = hops_per_layer;
+    if (gpu_bw <= 0 || gpu_eff <= 0 || gpu_eff > 1 || gpu_tflops <= 0 || pcie_gbs <= 0 || hop_us < 0)
+      fail("--gpu-bw, --gpu-tflops and --pcie-bw must be positive, --gpu-efficiency in (0, 1]");
+  }
   if (!json)
     fmt::print(
         "k3 plan: {} | host: RAM {:.1f} GiB, {:.1f} GB/s memory ({:.0f} % in decode), {:.1f} GB/s disk, "

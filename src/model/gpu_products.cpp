@@ -1,6 +1,7 @@
 #include "model/gpu_products.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "core/error.h"
@@ -53,9 +54,12 @@ bool GpuProducts::run(const kernels::WeightView& w, const float* x, int64_t n_to
       1, std::min<int64_t>({n_tok, 65535, static_cast<int64_t>(limit / (static_cast<size_t>(w.cols) * 4)),
                             static_cast<int64_t>(limit / (static_cast<size_t>(w.rows) * 4))}));
   std::lock_guard lock(mutex_);
+  const auto start = std::chrono::steady_clock::now();
   for (int64_t t0 = 0; t0 < n_tok; t0 += per)
     run_tokens(*e, w, first_row, x + t0 * x_stride, std::min(per, n_tok - t0), y + t0 * y_stride, x_stride,
                y_stride);
+  seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  bytes_read_ += static_cast<uint64_t>(w.rows) * e->m.row_bytes;
   return true;
 }
 

@@ -43,8 +43,11 @@ class GpuProducts {
   uint64_t trunk_bytes() const { return trunk_bytes_; }
   void set_trunk_bytes(uint64_t b) { trunk_bytes_ = b; }
   size_t matrices() const { return entries_.size(); }
-  // Products run and host round trips so far (k3 bench -ngl).
+  // Products run (each one host round trip), the weight bytes they read, and the wall time spent
+  // in them (transfers, waits and the products themselves), so far (k3 bench -ngl).
   uint64_t products() const { return products_; }
+  uint64_t bytes_read() const { return bytes_read_; }
+  double seconds() const { return seconds_; }
 
  private:
   struct Entry {
@@ -63,7 +66,8 @@ class GpuProducts {
   // Activations in and results out: host-visible, grown to the largest product.
   mutable gpu::Buffer io_in_, io_out_, dev_in_, dev_out_;
   mutable std::unique_ptr<gpu::Recorder> rec_;
-  mutable uint64_t products_ = 0;
+  mutable uint64_t products_ = 0, bytes_read_ = 0;
+  mutable double seconds_ = 0;
 };
 
 }  // namespace k3::model

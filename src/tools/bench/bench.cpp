@@ -21,6 +21,8 @@
 #include "model/profile.h"
 #include "quant/types.h"
 #include "runtime/engine.h"
+#include "gpu/bandwidth.h"
+#include "model/gpu_products.h"
 #include "store/disk_bw.h"
 #include "store/engine_shape.h"
 #include "store/install.h"
@@ -167,6 +169,11 @@ Experts install_experts(model::Model& m, const BenchOptions& opt, const runtime:
                                    x.counter = counting.get();
                                    return std::unique_ptr<model::ExpertSource>(std::move(counting));
                                  });
+  if (const model::GpuProducts* g = m.gpu()) {
+    r.gpu_device = gpu::describe(g->device().info());
+    r.gpu_weight_bytes = g->weight_bytes();
+    r.gpu_copy_bw = gpu::measure_copy_bandwidth(g->device());
+  }
   if (const store::ExpertStore* s = x.store) {
     r.memory_mode = store::describe(s);
     r.ram_budget = opt.memory.ram_budget;
@@ -285,6 +292,8 @@ class Runner {
     uint64_t io = 0;
     double cpu = 0;
     store::StoreStats store;
+    uint64_t gpu_products = 0, gpu_bytes = 0;
+    double gpu_seconds = 0;
   };
 
   template <class Once>
@@ -302,6 +311,11 @@ class Runner {
     b.io = proc_read_bytes();
     b.cpu = process_cpu_seconds();
     b.store = x_.store ? x_.store->stats() : store::StoreStats{};
+    if (const model::GpuProducts* g = eng_.model().gpu()) {
+      b.gpu_products = g->products();
+      b.gpu_bytes = g->bytes_read();
+      b.gpu_seconds = g->seconds();
+    }
     start_profile();
     for (int i = 0; i < opt_.reps; ++i) {
       const double s = once(bytes, eb);
@@ -314,6 +328,7 @@ class Runner {
     if (opt_.profile) take_profile(t);
     summarize(t, bsum, esum);
     add_io(t, b);
+    add_gpu(t, b);
     r_.tests.push_back(std::move(t));
   }
 
@@ -365,6 +380,19 @@ class Runner {
     t.total_bytes_per_s =
         t.seconds_mean > 0 ? static_cast<double>(t.weight_bytes + t.cache_bytes) / t.seconds_mean : 0;
     t.roofline_fraction = r_.membw.bytes_per_s > 0 ? t.total_bytes_per_s / r_.membw.bytes_per_s : 0;
+  }
+
+  void add_gpu(BenchTest& t, const Before& b) const {
+    const model::GpuProducts* g = eng_.model().gpu();
+    if (!g) return;
+    const double tokens = static_cast<double>((t.n_prompt + t.n_gen) * opt_.reps);
+    const double secs = g->seconds() - b.gpu_seconds,
+                 bytes = static_cast<double>(g->bytes_read() - b.gpu_bytes);
+    t.gpu.products_per_token = static_cast<double>(g->products() - b.gpu_products) / tokens;
+    t.gpu.bytes_per_token = bytes / tokens;
+    t.gpu.seconds_per_token = secs / tokens;
+    t.gpu.bytes_per_s = secs > 0 ? bytes / secs : 0;
+    t.gpu.roofline_fraction = r_.gpu_copy_bw > 0 ? t.gpu.bytes_per_s / r_.gpu_copy_bw : 0;
   }
 
   // The disk's side of the test: /proc/self/io always, the store's statistics with --ram-budget.
@@ -477,7 +505,13 @@ std::string bench_json(const BenchResult& r, int indent) {
                        {"busy_share", t.io.busy_share},
                        {"disk_bw_fraction", t.io.disk_bw_fraction},
                        {"read_bw_waiting", t.io.read_bw_waiting},
-                       {"waiting_bw_fraction", t.io.waiting_bw_fraction}}}});
+                       {"waiting_bw_fraction", t.io.waiting_bw_fraction}}},
+                     {"gpu",
+                      {{"products_per_token", t.gpu.products_per_token},
+                       {"weight_bytes_per_token", t.gpu.bytes_per_token},
+                       {"seconds_per_token", t.gpu.seconds_per_token},
+                       {"weight_bytes_per_s", t.gpu.bytes_per_s},
+                       {"copy_bandwidth_fraction", t.gpu.roofline_fraction}}}});
     if (!t.profile.empty()) {
       json ops = json::array();
       for (const OpProfile& p : t.profile)
@@ -536,6 +570,10 @@ std::string bench_json(const BenchResult& r, int indent) {
               {"cache_slots", r.cache_slots},
               {"cache_fraction", r.cache_fraction},
               {"disk_bw_bytes_per_s", r.disk_bw}}},
+            {"gpu",
+             {{"device", r.gpu_device},
+              {"weight_bytes", r.gpu_weight_bytes},
+              {"copy_bw_bytes_per_s", r.gpu_copy_bw}}},
             {"tests", tests}};
   return j.dump(indent);
 }
@@ -637,6 +675,18 @@ std::string bench_table(const BenchResult& r) {
           100 * io.prediction_precision, 100 * io.io_wait_share, io.read_bw_waiting / 1e9,
           100 * io.waiting_bw_fraction, 100 * io.busy_share);
     s += "\n";
+  }
+  if (!r.gpu_device.empty()) {
+    s += fmt::format("gpu: {} | {} of weights on it | copy bandwidth {:.2f} GB/s (its roofline)\n",
+                     r.gpu_device, store::format_size(r.gpu_weight_bytes), r.gpu_copy_bw / 1e9);
+    for (const BenchTest& t : r.tests)
+      s += fmt::format(
+          "{:>8}: {:.1f} GPU products/token (one host round trip each), {:.2f} MiB/token of weights at "
+          "{:.2f} GB/s "
+          "= {:.1f}% of the device's copy bandwidth; {:.3f} ms/token inside them (transfers, waits, "
+          "products)\n",
+          t.name, t.gpu.products_per_token, t.gpu.bytes_per_token / 1048576.0, t.gpu.bytes_per_s / 1e9,
+          100 * t.gpu.roofline_fraction, 1e3 * t.gpu.seconds_per_token);
   }
   s += profile_table(r);
   return s;

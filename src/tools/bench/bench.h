@@ -77,6 +77,16 @@ using PoolWaits = ThreadPool::WaitStats;
 // What the disk did during one test (sums over the timed repetitions). disk_read_bytes comes
 // from /proc/self/io (both modes: page faults of the mapping count too); the rest only with
 // --ram-budget, from the expert store (store/expert_store.h).
+// With -ngl: the products that ran on the GPU during a test (model/gpu_products.h), per token,
+// each one a host round trip; the time is the wall time inside them (transfers, waits, products).
+struct GpuTelemetry {
+  double products_per_token = 0;
+  double bytes_per_token = 0;  // weight bytes the GPU's products read
+  double seconds_per_token = 0;
+  double bytes_per_s = 0;        // bytes / seconds inside the products
+  double roofline_fraction = 0;  // of the device's copy bandwidth
+};
+
 struct StoreTelemetry {
   uint64_t disk_read_bytes = 0;
   double disk_read_bytes_per_token = 0;
@@ -125,6 +135,7 @@ struct BenchTest {
   double total_bytes_per_s = 0;  // (weight_bytes + cache_bytes) / mean seconds
   double roofline_fraction = 0;  // total_bytes_per_s / machine bandwidth
   StoreTelemetry io;
+  GpuTelemetry gpu;
   std::vector<OpProfile> profile;  // with --profile; empty otherwise
   double profile_seconds = 0;      // forward wall time the profile covers (all repetitions)
   PoolWaits pool_waits;            // with --profile
@@ -153,6 +164,9 @@ struct BenchResult {
   uint64_t cache_bytes = 0, cache_slots = 0;
   double cache_fraction = 0;  // share of all experts the cache holds
   double disk_bw = 0;         // measured O_DIRECT sequential read, bytes/s (0: not measured)
+  std::string gpu_device;     // with -ngl: the device (gpu::describe), else empty
+  uint64_t gpu_weight_bytes = 0;
+  double gpu_copy_bw = 0;  // the device's copy bandwidth, bytes/s (its roofline)
 };
 
 // `m`: the model to measure, opened by the caller (opt.model_path names it in the report).

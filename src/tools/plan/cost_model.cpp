@@ -78,12 +78,19 @@ void add_network(PhaseCost& c, const std::vector<uint64_t>& widths, uint64_t hea
 
 }  // namespace
 
-double PhaseCost::seconds() const { return std::max(t_memory, t_compute) + t_disk + t_network; }
+// The CPU's and the GPU's parts of a layer run one after the other (each needs the other's
+// output), so their times add.
+double PhaseCost::seconds() const {
+  return std::max(t_memory, t_compute) + t_gpu + t_pcie + t_disk + t_network;
+}
 
 std::string PhaseCost::bound() const {
   const double m = std::max(t_memory, t_compute);
-  if (m >= t_disk && m >= t_network) return t_memory >= t_compute ? "memory" : "compute";
-  if (t_disk >= t_network) return "disk";
+  const double worst = std::max({m, t_gpu, t_pcie, t_disk, t_network});
+  if (m == worst) return t_memory >= t_compute ? "memory" : "compute";
+  if (t_gpu == worst) return "gpu";
+  if (t_pcie == worst) return "pcie";
+  if (t_disk == worst) return "disk";
   return t_net_latency >= t_net_bandwidth ? "network latency" : "network bandwidth";
 }
 
@@ -99,6 +106,7 @@ Prediction predict(const gguf::GgufFile& f, const PlanOptions& o) {
 
   // The file's facts: trunk and expert bytes, per token and in all.
   uint64_t embd_bytes = 0, embd_row = 0, trunk_params = 0;
+  uint64_t trunk_products = 0, product_floats = 0;  // per token: trunk matrices, their in + out widths
   std::map<int, uint64_t> expert_layer_bytes, expert_layer_params;
   for (const gguf::TensorInfo& t : f.tensors()) {
     if (is_expert(t.name)) {
@@ -113,6 +121,10 @@ Prediction predict(const gguf::GgufFile& f, const PlanOptions& o) {
       embd_row = t.nbytes / static_cast<uint64_t>(std::max<int64_t>(1, t.dim(1)));
     } else {
       trunk_params += static_cast<uint64_t>(t.n_elements());
+      if (t.ne.size() >= 2 && t.dim(1) > 1) {
+        ++trunk_products;
+        product_floats += static_cast<uint64_t>(t.dim(0) + t.dim(1));
+      }
     }
   }
   const uint64_t X = std::max<uint32_t>(1, hp.n_expert), k = hp.n_expert_used;
@@ -124,9 +136,37 @@ Prediction predict(const gguf::GgufFile& f, const PlanOptions& o) {
   p.trunk_bytes_per_token = p.trunk_bytes - embd_bytes + embd_row;
   p.active_params_per_token = trunk_params + expert_params_per_token;
 
+  // The GPU's share: the trunk less the embedding table (one row per token, read where it is), as
+  // far as it fits beside the activation buffers and the driver's reserve (model/gpu_placement.h).
+  const GpuSpec& g = o.gpu;
+  double share = 0;
+  if (g.vram) {
+    const uint64_t placeable = (p.trunk_bytes - embd_bytes) / n, io = 128ull << 20;
+    const uint64_t room = g.vram * 95 / 100 > io ? g.vram * 95 / 100 - io : 0;
+    p.vram_trunk = std::min(placeable, room);
+    p.vram_total = p.vram_trunk + io;
+    share = placeable ? static_cast<double>(p.vram_trunk) / static_cast<double>(placeable) : 0.0;
+  }
+  const uint64_t moe_layers = expert_layer_bytes.size();
+  const uint64_t hops =
+      g.hops_per_layer ? 2 * moe_layers : static_cast<uint64_t>(std::llround(share * trunk_products));
+  const uint64_t hop_floats = g.hops_per_layer
+                                  ? moe_layers * (hp.expert_in() + hp.n_embd)
+                                  : static_cast<uint64_t>(share * static_cast<double>(product_floats));
+  const double gpu_params = share * static_cast<double>(trunk_params) / n;
+  auto add_gpu = [&](PhaseCost& c, double tokens) {
+    if (!g.vram) return;
+    c.gpu_bytes = p.vram_trunk;
+    c.hops = hops;
+    c.t_gpu = std::max(static_cast<double>(p.vram_trunk) / (g.bw * g.efficiency),
+                       g.flops > 0 ? 2.0 * gpu_params * tokens / g.flops : 0.0);
+    c.t_pcie = static_cast<double>(hops) * g.hop_latency_s +
+               (g.pcie_bw > 0 ? static_cast<double>(hop_floats) * 4 * tokens / g.pcie_bw : 0.0);
+  };
+
   // Memory per rank.
   RankMemory& r = p.rank;
-  r.trunk = (p.trunk_bytes - embd_bytes) / n + embd_bytes;
+  r.trunk = (p.trunk_bytes - embd_bytes) / n + embd_bytes - p.vram_trunk;
   r.experts = static_cast<uint64_t>(static_cast<double>(p.expert_bytes_total) *
                                     std::ceil(static_cast<double>(X) / n) / static_cast<double>(X));
   const uint64_t cache_elt = o.cache_f16 ? 2 : 4;
@@ -164,9 +204,11 @@ Prediction predict(const gguf::GgufFile& f, const PlanOptions& o) {
     const uint64_t cache_read = static_cast<uint64_t>(hp.n_mla_layers()) * hp.n_embd_head_k * cache_elt *
                                 static_cast<uint64_t>(std::max<int64_t>(0, o.depth));
     c.disk_bytes = static_cast<uint64_t>(miss * static_cast<double>(experts));
-    c.mem_bytes = p.trunk_bytes_per_token / n + experts - c.disk_bytes + cache_read + 2 * kda_state;
+    c.mem_bytes =
+        p.trunk_bytes_per_token / n - p.vram_trunk + experts - c.disk_bytes + cache_read + 2 * kda_state;
     c.t_memory = static_cast<double>(c.mem_bytes) / (h.mem_bw * h.decode_efficiency);
-    c.t_compute = 2.0 * static_cast<double>(p.active_params_per_token) / n / h.gops;
+    c.t_compute = 2.0 * (static_cast<double>(p.active_params_per_token) / n - gpu_params) / h.gops;
+    add_gpu(c, 1.0);
     c.t_disk = h.disk_bw > 0 ? static_cast<double>(c.disk_bytes) / h.disk_bw : 0.0;
     add_network(c, widths, hp.n_vocab, n, 1, h);
   }
@@ -177,9 +219,10 @@ Prediction predict(const gguf::GgufFile& f, const PlanOptions& o) {
     const double active = 1.0 - std::pow(1.0 - static_cast<double>(k) / static_cast<double>(X), U);
     const uint64_t experts = static_cast<uint64_t>(active * static_cast<double>(p.expert_bytes_total) / n);
     c.disk_bytes = static_cast<uint64_t>(miss * static_cast<double>(experts));
-    c.mem_bytes = p.trunk_bytes_per_token / n + experts - c.disk_bytes;
+    c.mem_bytes = p.trunk_bytes_per_token / n - p.vram_trunk + experts - c.disk_bytes;
     c.t_memory = static_cast<double>(c.mem_bytes) / (h.mem_bw * h.decode_efficiency);
-    c.t_compute = 2.0 * static_cast<double>(p.active_params_per_token) * U / n / h.gops;
+    c.t_compute = 2.0 * (static_cast<double>(p.active_params_per_token) / n - gpu_params) * U / h.gops;
+    add_gpu(c, U);
     c.t_disk = h.disk_bw > 0 ? static_cast<double>(c.disk_bytes) / h.disk_bw : 0.0;
     add_network(c, widths, hp.n_vocab, n, o.ubatch, h);
   }
@@ -196,6 +239,9 @@ std::string prediction_table(const Prediction& p) {
       p.hosts, gib(p.rank.trunk), gib(p.rank.expert_cache), gib(p.rank.experts),
       100 * p.rank.resident_fraction, gib(p.rank.state), gib(p.rank.work), gib(p.rank.overhead),
       gib(p.rank.total()));
+  if (p.vram_total)
+    o += fmt::format("         GPU: trunk {} in VRAM ({} with activation buffers)\n", gib(p.vram_trunk),
+                     gib(p.vram_total));
   if (!p.fits) return o + fmt::format("does not fit: {}\n", p.refusal);
   auto phase = [&](const char* name, const PhaseCost& c, int64_t tokens) {
     o += fmt::format(
@@ -204,6 +250,9 @@ std::string prediction_table(const Prediction& p) {
         "({} collectives, {} KiB)\n",
         name, c.tokens_per_s(tokens), c.bound(), ms(c.t_memory), gib(c.mem_bytes), ms(c.t_compute),
         ms(c.t_disk), gib(c.disk_bytes), ms(c.t_network), c.messages, c.net_bytes / 1024);
+    if (c.gpu_bytes)
+      o += fmt::format("{:<8} {:>15}  GPU {} ({} read) | PCIe {} ({} round trips)\n", "", "", ms(c.t_gpu),
+                       gib(c.gpu_bytes), ms(c.t_pcie), c.hops);
   };
   phase("decode", p.decode, 1);
   phase(fmt::format("pp{}", p.ubatch).c_str(), p.prefill, p.ubatch);
@@ -219,6 +268,10 @@ std::string prediction_json(const Prediction& p) {
                           {"t_disk_s", c.t_disk},
                           {"t_network_s", c.t_network},
                           {"t_network_latency_s", c.t_net_latency},
+                          {"t_gpu_s", c.t_gpu},
+                          {"t_pcie_s", c.t_pcie},
+                          {"gpu_bytes", c.gpu_bytes},
+                          {"pcie_round_trips", c.hops},
                           {"mem_bytes", c.mem_bytes},
                           {"disk_bytes", c.disk_bytes},
                           {"net_bytes", c.net_bytes},
@@ -244,6 +297,7 @@ std::string prediction_json(const Prediction& p) {
                      {"active_params_per_token", p.active_params_per_token}}},
                    {"decode", phase(p.decode, 1)},
                    {"prefill", phase(p.prefill, p.ubatch)},
+                   {"vram", {{"trunk", p.vram_trunk}, {"total", p.vram_total}}},
                    {"ubatch", p.ubatch}};
   return j.dump(1);
 }

@@ -32,6 +32,20 @@ struct HostSpec {
   double decode_efficiency = 0;  // achieved fraction of mem_bw in decode (measured: k3 bench)
 };
 
+// A GPU beside each host's CPU (k3 -ngl all --cpu-moe, docs/gpu.md): the trunk in VRAM as far as
+// it fits, the routed experts in RAM or streamed. The forward pass k3 runs today crosses PCIe
+// once per trunk product (model/gpu_products.h); `hops_per_layer` prices the design where
+// only each MoE layer's routed input and sum cross (2 per MoE layer).
+struct GpuSpec {
+  uint64_t vram = 0;         // bytes; 0: no GPU
+  double bw = 0;             // device memory bandwidth, bytes/s
+  double efficiency = 0.6;   // achieved fraction of bw in decode products
+  double flops = 0;          // dense product rate of the shaders, FLOP/s (prefill)
+  double pcie_bw = 0;        // host<->device bytes/s
+  double hop_latency_s = 0;  // one synchronised round trip (submit, wait, map)
+  bool hops_per_layer = false;
+};
+
 struct PlanOptions {
   int hosts = 1;
   HostSpec host;
@@ -39,6 +53,7 @@ struct PlanOptions {
   int64_t depth = 0;      // decode position (MLA cache read per token)
   int64_t ubatch = 512;   // prefill micro-batch
   bool cache_f16 = true;  // MLA cache element size
+  GpuSpec gpu;
 };
 
 struct RankMemory {
@@ -57,6 +72,8 @@ struct PhaseCost {
   double tokens_per_s(int64_t tokens) const { return seconds() > 0 ? tokens / seconds() : 0; }
   std::string bound() const;  // "memory" | "compute" | "disk" | "network latency" | "network bandwidth"
   double t_net_latency = 0, t_net_bandwidth = 0;
+  double t_gpu = 0, t_pcie = 0;  // the GPU's share of the trunk, and the crossings to it
+  uint64_t gpu_bytes = 0, hops = 0;
 };
 
 struct Prediction {
@@ -69,6 +86,8 @@ struct Prediction {
   // Model facts used
   uint64_t trunk_bytes = 0, expert_bytes_total = 0, expert_bytes_per_token = 0, trunk_bytes_per_token = 0;
   uint64_t active_params_per_token = 0;
+  uint64_t vram_trunk = 0;  // trunk bytes placed on the GPU (0: none)
+  uint64_t vram_total = 0;  // with the activation buffers
 };
 
 Prediction predict(const gguf::GgufFile& f, const PlanOptions& o);

@@ -139,3 +139,37 @@ TEST(CostModel, JsonHasTheNumbersOfTheTable) {
   EXPECT_NE(j.find("\"bound\""), std::string::npos);
   EXPECT_NE(tools::prediction_table(p).find("hosts 2"), std::string::npos);
 }
+
+// A GPU holds the trunk less the embedding table; RAM holds the rest; the GPU's read time and the
+// round trips add to the CPU's; a GPU too small for the trunk holds what fits.
+TEST(CostModel, AGpuTakesTheTrunkOffTheCpu) {
+  const auto& f = tiny_moe();
+  const Facts x = facts(f);
+  tools::PlanOptions o = host(1);
+  const tools::Prediction cpu = tools::predict(f, o);
+  o.gpu.vram = 8ull << 30;
+  o.gpu.bw = 1000e9;
+  o.gpu.efficiency = 0.5;
+  o.gpu.flops = 1e12;
+  o.gpu.pcie_bw = 10e9;
+  o.gpu.hop_latency_s = 20e-6;
+  const tools::Prediction gpu = tools::predict(f, o);
+  EXPECT_EQ(gpu.vram_trunk, x.trunk - x.embd);
+  EXPECT_EQ(gpu.rank.trunk, x.embd);
+  EXPECT_EQ(cpu.decode.mem_bytes - gpu.decode.mem_bytes, x.trunk - x.embd);
+  EXPECT_NEAR(gpu.decode.t_gpu, static_cast<double>(x.trunk - x.embd) / (1000e9 * 0.5), 1e-12);
+  EXPECT_GT(gpu.decode.hops, 0u);
+  EXPECT_GE(gpu.decode.t_pcie, gpu.decode.hops * 20e-6);
+  EXPECT_NEAR(gpu.decode.seconds(),
+              std::max(gpu.decode.t_memory, gpu.decode.t_compute) + gpu.decode.t_gpu + gpu.decode.t_pcie,
+              1e-12);
+  // Two crossings per MoE layer instead of one per product.
+  o.gpu.hops_per_layer = true;
+  const model::HParams hp = model::load_hparams(f);
+  EXPECT_EQ(tools::predict(f, o).decode.hops, 2u * (hp.n_layer - hp.n_layer_dense_lead));
+  // Room for half the trunk (plus the 128 MiB of activation buffers, within 95 %).
+  o.gpu.vram = ((x.trunk - x.embd) / 2 + (128ull << 20)) * 100 / 95 + 100;
+  const tools::Prediction half = tools::predict(f, o);
+  EXPECT_NEAR(static_cast<double>(half.vram_trunk), (x.trunk - x.embd) / 2.0, 100.0);
+  EXPECT_EQ(half.rank.trunk, x.trunk - half.vram_trunk);
+}
