@@ -6,7 +6,7 @@
 # validated by ajv, and the client's structured outputs on the trained model; then the
 # hostile-client suite (hostile.test.mjs) against a keyed server; then hostile grammars and
 # schemas (hostile_grammar.test.mjs) and the victim-latency test (grammar_victim.test.mjs)
-# on the embedded model.
+# on the embedded model. The trained model's tests run again with every layer on the GPU.
 # Installs the `openai`, `ajv` and `ajv-formats` npm packages into tests/e2e/node_modules on first use (needs the npm
 # registry once; package-lock.json pins the version). Exits with the tests' status.
 set -euo pipefail
@@ -87,6 +87,17 @@ K3_BASE_URL="http://127.0.0.1:$port/v1" node --test --test-concurrency=1 "$here/
   || { echo "run.sh: trained-model tests failed; server log:" >&2; cat "$tmp/serve3.log" >&2; exit 1; }
 kill -TERM "$pid"; rc=0; wait "$pid" || rc=$?; pid=""
 [ "$rc" -eq 0 ] || { echo "run.sh: k3 serve (embedded model) exited $rc after SIGTERM" >&2; exit 1; }
+
+# The trained model with every layer on the GPU (-ngl all; docs/gpu.md): the same greedy answers,
+# tool call and structured outputs through the openai client. CI runs it on lavapipe; without a
+# Vulkan device k3 says so and runs on the CPU, and the log check below fails.
+MODEL=embedded start_server "$tmp/serve7.log" -ngl all
+grep -q "offloaded 6/6 layers" "$tmp/serve7.log" \
+  || { echo "run.sh: k3 serve -ngl all placed nothing on a GPU; server log:" >&2; cat "$tmp/serve7.log" >&2; exit 1; }
+K3_BASE_URL="http://127.0.0.1:$port/v1" node --test --test-concurrency=1 "$here/trained_model.test.mjs" "$here/structured_trained.test.mjs" \
+  || { echo "run.sh: trained-model tests with -ngl all failed; server log:" >&2; cat "$tmp/serve7.log" >&2; exit 1; }
+kill -TERM "$pid"; rc=0; wait "$pid" || rc=$?; pid=""
+[ "$rc" -eq 0 ] || { echo "run.sh: k3 serve -ngl all exited $rc after SIGTERM" >&2; exit 1; }
 
 # Hostile grammars and schemas (docs/grammar.md, "Limits"). They need real sampling (a scripted answer never
 # reaches the matcher), so the embedded k3-tiny, started as the security review ran it:
