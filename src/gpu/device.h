@@ -104,6 +104,7 @@ class Device {
 
  private:
   Device();
+  Buffer make_buffer(size_t bytes, uint32_t props, std::string_view what);
   friend class Buffer;
   std::unique_ptr<Impl> impl_;
 };

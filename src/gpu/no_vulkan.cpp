@@ -33,6 +33,7 @@ const DeviceInfo& Device::info() const {
   static const DeviceInfo none;
   return none;
 }
+Buffer Device::make_buffer(size_t, uint32_t, std::string_view) { fail("no GPU: {}", kWhy); }
 Buffer Device::alloc(size_t, std::string_view) { fail("no GPU: {}", kWhy); }
 Buffer Device::alloc_mapped(size_t, std::string_view) { fail("no GPU: {}", kWhy); }
 void Device::upload(const Buffer&, size_t, const void*, size_t) {}

@@ -3,6 +3,29 @@
 // The decoding is the CPU's (quant/dequant_*.cpp, docs/quant-formats.md); sums are float32.
 // Expects bytes.glsl and `float x[]`.
 
+// Helpers shared by several types (each shader compiles one type).
+#if defined(W_Q2_K) || defined(W_Q3_K)
+// The 2-bit level of element e in the Q2_K/Q3_K layout (qs at byte q).
+uint q2_level(uint q, uint e) { return (w_u8(q + 32u * (e / 128u) + (e % 32u)) >> (2u * ((e % 128u) / 32u))) & 3u; }
+#endif
+#if defined(W_Q4_K) || defined(W_Q5_K)
+// Six-bit scale and min of sub-block j from the 12 bytes at o + 4 (quant/blocks.h, q4k_scale_min).
+void scale_min(uint o, uint j, out float sc, out float m) {
+  const uint s = o + 4u;
+  if (j < 4u) {
+    sc = float(w_u8(s + j) & 63u);
+    m = float(w_u8(s + j + 4u) & 63u);
+  } else {
+    sc = float((w_u8(s + j + 4u) & 15u) | ((w_u8(s + j - 4u) >> 6) << 4));
+    m = float((w_u8(s + j + 4u) >> 4) | ((w_u8(s + j) >> 6) << 4));
+  }
+}
+#endif
+#if defined(W_IQ4_NL) || defined(W_IQ4_XS)
+const float kLevels[16] = float[16](-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0, 1.0, 13.0, 25.0,
+                                    38.0, 53.0, 69.0, 89.0, 113.0);
+#endif
+
 #if defined(W_F32)
 #define BLOCK_ELEMS 1u
 #define BLOCK_BYTES 4u
@@ -36,8 +59,6 @@ float block_dot(uint o, uint xo) {
 #if defined(W_IQ4_NL)
 #define BLOCK_BYTES 18u
 #define QS_AT 2u
-const float kLevels[16] = float[16](-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0, 1.0, 13.0, 25.0,
-                                    38.0, 53.0, 69.0, 89.0, 113.0);
 float block_scale(uint o) { return w_f16(o); }
 #else
 #define BLOCK_BYTES 17u
@@ -62,17 +83,6 @@ float block_dot(uint o, uint xo) {
 #elif defined(W_Q4_K)
 #define BLOCK_ELEMS 256u
 #define BLOCK_BYTES 144u
-// Six-bit scale and min of sub-block j from the 12 bytes at o + 4 (quant/blocks.h, q4k_scale_min).
-void scale_min(uint o, uint j, out float sc, out float m) {
-  const uint s = o + 4u;
-  if (j < 4u) {
-    sc = float(w_u8(s + j) & 63u);
-    m = float(w_u8(s + j + 4u) & 63u);
-  } else {
-    sc = float((w_u8(s + j + 4u) & 15u) | ((w_u8(s + j - 4u) >> 6) << 4));
-    m = float((w_u8(s + j + 4u) >> 4) | ((w_u8(s + j) >> 6) << 4));
-  }
-}
 float block_dot(uint o, uint xo) {
   const float d = w_f16(o), dmin = w_f16(o + 2u);
   float total = 0.0;
@@ -116,8 +126,6 @@ float block_dot(uint o, uint xo) {
 #elif defined(W_Q2_K)
 #define BLOCK_ELEMS 256u
 #define BLOCK_BYTES 84u
-// The 2-bit level of element e in the Q2_K/Q3_K layout (qs at byte q).
-uint q2_level(uint q, uint e) { return (w_u8(q + 32u * (e / 128u) + (e % 32u)) >> (2u * ((e % 128u) / 32u))) & 3u; }
 float block_dot(uint o, uint xo) {
   const float d = w_f16(o + 80u), dmin = w_f16(o + 82u);
   float total = 0.0;
@@ -138,7 +146,6 @@ float block_dot(uint o, uint xo) {
 #elif defined(W_Q3_K)
 #define BLOCK_ELEMS 256u
 #define BLOCK_BYTES 110u
-uint q2_level(uint q, uint e) { return (w_u8(q + 32u * (e / 128u) + (e % 32u)) >> (2u * ((e % 128u) / 32u))) & 3u; }
 // Signed six-bit scale j of the 12 bytes at s (quant/blocks.h, q3k_scales).
 int q3_scale(uint s, uint j) {
   const uint low4 = j < 8u ? (w_u8(s + j) & 15u) : (w_u8(s + j - 8u) >> 4);
@@ -163,16 +170,6 @@ float block_dot(uint o, uint xo) {
 #elif defined(W_Q5_K)
 #define BLOCK_ELEMS 256u
 #define BLOCK_BYTES 176u
-void scale_min(uint o, uint j, out float sc, out float m) {
-  const uint s = o + 4u;
-  if (j < 4u) {
-    sc = float(w_u8(s + j) & 63u);
-    m = float(w_u8(s + j + 4u) & 63u);
-  } else {
-    sc = float((w_u8(s + j + 4u) & 15u) | ((w_u8(s + j - 4u) >> 6) << 4));
-    m = float((w_u8(s + j + 4u) >> 4) | ((w_u8(s + j) >> 6) << 4));
-  }
-}
 float block_dot(uint o, uint xo) {
   const float d = w_f16(o), dmin = w_f16(o + 2u);
   float total = 0.0;
@@ -197,8 +194,6 @@ float block_dot(uint o, uint xo) {
 #elif defined(W_IQ4_XS)
 #define BLOCK_ELEMS 256u
 #define BLOCK_BYTES 136u
-const float kLevels[16] = float[16](-127.0, -104.0, -83.0, -65.0, -49.0, -35.0, -22.0, -10.0, 1.0, 13.0, 25.0,
-                                    38.0, 53.0, 69.0, 89.0, 113.0);
 float block_dot(uint o, uint xo) {
   const float d = w_f16(o);
   const uint sh = w_u16(o + 2u);

@@ -202,39 +202,37 @@ std::unique_ptr<Device> Device::open(int index) {
 const DeviceInfo& Device::info() const { return impl_->info; }
 uint64_t Device::allocated_bytes() const { return impl_->allocated; }
 
-Buffer Device::alloc(size_t bytes, std::string_view what) {
-  if (bytes > impl_->info.max_alloc_bytes && impl_->info.max_alloc_bytes > 0)
-    fail("GPU {}: {} needs one allocation of {} MiB; the device allows {} MiB", impl_->info.index, what,
-         bytes >> 20, impl_->info.max_alloc_bytes >> 20);
+// A storage buffer with memory of `props`, counted in allocated_bytes() when device-local.
+Buffer Device::make_buffer(size_t bytes, uint32_t props, std::string_view what) {
   Buffer b;
   VkBuffer buf = VK_NULL_HANDLE;
   VkDeviceMemory mem = VK_NULL_HANDLE;
   impl_->create_buffer(bytes,
                        VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                            VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                       VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, buf, mem, what);
+                       props, buf, mem, what);
   b.dev_ = this;
   b.handle_ = reinterpret_cast<uint64_t>(buf);
   b.memory_ = reinterpret_cast<uint64_t>(mem);
   b.size_ = bytes;
+  return b;
+}
+
+Buffer Device::alloc(size_t bytes, std::string_view what) {
+  if (bytes > impl_->info.max_alloc_bytes && impl_->info.max_alloc_bytes > 0)
+    fail("GPU {}: {} needs one allocation of {} MiB; the device allows {} MiB", impl_->info.index, what,
+         bytes >> 20, impl_->info.max_alloc_bytes >> 20);
+  Buffer b = make_buffer(bytes, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, what);
   impl_->allocated += bytes;
   return b;
 }
 
 Buffer Device::alloc_mapped(size_t bytes, std::string_view what) {
-  Buffer b;
-  VkBuffer buf = VK_NULL_HANDLE;
-  VkDeviceMemory mem = VK_NULL_HANDLE;
-  impl_->create_buffer(bytes,
-                       VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                           VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                       VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, buf, mem,
-                       what);
-  b.dev_ = this;
-  b.handle_ = reinterpret_cast<uint64_t>(buf);
-  b.memory_ = reinterpret_cast<uint64_t>(mem);
-  b.size_ = bytes;
-  check(vk().vkMapMemory(impl_->device, mem, 0, VK_WHOLE_SIZE, 0, &b.map_), "vkMapMemory");
+  Buffer b =
+      make_buffer(bytes, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, what);
+  check(vk().vkMapMemory(impl_->device, reinterpret_cast<VkDeviceMemory>(b.memory_), 0, VK_WHOLE_SIZE, 0,
+                         &b.map_),
+        "vkMapMemory");
   return b;
 }
 
