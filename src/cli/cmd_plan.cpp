@@ -92,7 +92,7 @@ int cmd_plan(int argc, char** argv) {
   app.add_flag(
       "--gpu-hops-per-layer", hops_per_layer,
       "with --gpu-vram: price two crossings per MoE layer (the whole layer on the GPU) instead of one "
-      "per trunk product (what k3 runs today)");
+      "per group of trunk products that share an input (what k3 runs today)");
   LegacyFlags args(argc, argv, {{"-ub", "--ubatch-size"}});
   if (auto rc = parse_args(app, args.argc(), args.argv())) return *rc;
   if (eff <= 0 || eff > 1) fail("--decode-efficiency must be in (0, 1]");

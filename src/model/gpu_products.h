@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,15 +38,28 @@ class GpuProducts {
   bool run(const kernels::WeightView& w, const float* x, int64_t n_tok, float* y, int64_t x_stride = -1,
            int64_t y_stride = -1) const;
 
+  // Several products in one round trip (the projections of one input, say: KDA's q, k, v, gates):
+  // each distinct input crosses once. Runs nothing and returns false unless every weight is here
+  // and the group's inputs, and its results, each fit one round trip's buffers.
+  struct Product {
+    const kernels::WeightView* w = nullptr;
+    const float* x = nullptr;
+    int64_t n_tok = 0;
+    float* y = nullptr;
+    int64_t x_stride = -1, y_stride = -1;
+  };
+  bool run_group(std::span<const Product> group) const;
+
   gpu::Device& device() const { return *dev_; }
   uint64_t weight_bytes() const { return weight_bytes_; }
   // Of those, the trunk's (not routed experts): what the RAM plan no longer counts.
   uint64_t trunk_bytes() const { return trunk_bytes_; }
   void set_trunk_bytes(uint64_t b) { trunk_bytes_ = b; }
   size_t matrices() const { return entries_.size(); }
-  // Products run (each one host round trip), the weight bytes they read, and the wall time spent
-  // in them (transfers, waits and the products themselves), so far (k3 bench -ngl).
+  // Products run, the host round trips they took, the weight bytes they read, and the wall time
+  // spent in them (transfers, waits and the products themselves), so far (k3 bench -ngl).
   uint64_t products() const { return products_; }
+  uint64_t round_trips() const { return round_trips_; }
   uint64_t bytes_read() const { return bytes_read_; }
   double seconds() const { return seconds_; }
 
@@ -57,6 +71,7 @@ class GpuProducts {
     gpu::Matrix m;
   };
   const Entry* find(const kernels::WeightView& w) const;
+  void grow_io(size_t in_bytes, size_t out_bytes) const;
   void run_tokens(const Entry& e, const kernels::WeightView& w, int64_t first_row, const float* x,
                   int64_t n_tok, float* y, int64_t x_stride, int64_t y_stride) const;
   std::unique_ptr<gpu::Device> dev_;
@@ -66,7 +81,7 @@ class GpuProducts {
   // Activations in and results out: host-visible, grown to the largest product.
   mutable gpu::Buffer io_in_, io_out_, dev_in_, dev_out_;
   mutable std::unique_ptr<gpu::Recorder> rec_;
-  mutable uint64_t products_ = 0, bytes_read_ = 0;
+  mutable uint64_t products_ = 0, round_trips_ = 0, bytes_read_ = 0;
   mutable double seconds_ = 0;
 };
 

@@ -112,27 +112,38 @@ void Matmul::batch(std::span<const kernels::MatmulJob> jobs) const {
 // Each job's rows [r0, r1) of this rank, computed into one packed block (job by job, token by
 // token), one all-gather of the blocks of all ranks, and every rank's rows copied to their
 // place in each job's output. The buffers are this thread's, reused from call to call.
-// The jobs whose weights are on the GPU run there, one by one (a gate/up pair: both products,
-// then the activation on the CPU); the rest as one CPU batch.
+// The jobs whose weights are on the GPU run there, as one round trip where the group fits its
+// buffers (else one by one): a gate/up pair is two products, then the activation on the CPU. The
+// rest run as one CPU batch.
 void Matmul::batch_split_by_device(std::span<const kernels::MatmulJob> jobs) const {
-  std::vector<kernels::MatmulJob> cpu;
-  std::vector<float> g, u;
-  for (const kernels::MatmulJob& j : jobs) {
-    if (!gpu->holds(j.w) || (j.up && !gpu->holds(*j.up))) {
-      cpu.push_back(j);
-      continue;
-    }
+  std::vector<kernels::MatmulJob> cpu, on_gpu;
+  for (const kernels::MatmulJob& j : jobs)
+    ((!gpu->holds(j.w) || (j.up && !gpu->holds(*j.up))) ? cpu : on_gpu).push_back(j);
+  // Gate and up results of the fused pairs, R × n_tok floats each, before the activation.
+  std::vector<std::vector<float>> gu;
+  std::vector<GpuProducts::Product> group;
+  for (const kernels::MatmulJob& j : on_gpu) {
+    if (observer) observer->on_matmul_input(j.w, j.x, j.n_tok, j.x_stride < 0 ? j.w.cols : j.x_stride);
     if (!j.up) {
-      (*this)(j.w, j.x, j.n_tok, j.y, j.x_stride, j.y_stride);
+      group.push_back({&j.w, j.x, j.n_tok, j.y, j.x_stride, j.y_stride});
       continue;
     }
+    if (observer) observer->on_matmul_input(*j.up, j.x, j.n_tok, j.x_stride < 0 ? j.w.cols : j.x_stride);
+    const size_t n = static_cast<size_t>(j.w.rows * j.n_tok);
+    gu.emplace_back(n);
+    group.push_back({&j.w, j.x, j.n_tok, gu.back().data(), j.x_stride, j.w.rows});
+    gu.emplace_back(n);
+    group.push_back({j.up, j.x, j.n_tok, gu.back().data(), j.x_stride, j.w.rows});
+  }
+  if (!group.empty() && !gpu->run_group(group))
+    for (const GpuProducts::Product& p : group) gpu->run(*p.w, p.x, p.n_tok, p.y, p.x_stride, p.y_stride);
+  size_t pair = 0;
+  for (const kernels::MatmulJob& j : on_gpu) {
+    if (!j.up) continue;
+    const float* g = gu[pair++].data();
+    const float* u = gu[pair++].data();
     const int64_t R = j.w.rows, ys = j.y_stride < 0 ? R : j.y_stride;
-    g.resize(static_cast<size_t>(R * j.n_tok));
-    u.resize(g.size());
-    (*this)(j.w, j.x, j.n_tok, g.data(), j.x_stride, R);
-    (*this)(*j.up, j.x, j.n_tok, u.data(), j.x_stride, R);
-    for (int64_t t = 0; t < j.n_tok; ++t)
-      j.act(g.data() + t * R, u.data() + t * R, j.y + t * ys, R, j.act_ctx);
+    for (int64_t t = 0; t < j.n_tok; ++t) j.act(g + t * R, u + t * R, j.y + t * ys, R, j.act_ctx);
   }
   if (cpu.empty()) return;
   Matmul host = *this;

@@ -49,18 +49,22 @@ TEST_P(GoldenGpu, AllModesMeetAcceptance) {
   const auto tokens = golden_tokens(name);
   const auto ref = golden_ref64(name);
   for (const char* mode : {"batch", "step", "chunk:7"}) {
-    const uint64_t before = m->gpu()->products();
+    const uint64_t before = m->gpu()->products(), trips = m->gpu()->round_trips();
     runtime::Engine eng(m, {.n_threads = 2, .n_ubatch = static_cast<int64_t>(tokens.size())});
     const auto logits = runtime::eval_logits(eng, tokens, runtime::EvalMode::parse(mode));
     ASSERT_EQ(logits.size(), ref.size());
     const double e = nmse(logits, ref);
     const int top1 = top1_agree(logits, ref, static_cast<size_t>(eng.n_vocab()));
-    fmt::print("{:16s} gpu{} {:8s} NMSE {:.3e} (max {:.3e})  top-1 {}/{}  {} products on the GPU\n", name,
-               GetParam().cpu_moe ? "+cpu-moe" : "", mode, e, max_nmse, top1, n_tok,
-               m->gpu()->products() - before);
+    fmt::print(
+        "{:16s} gpu{} {:8s} NMSE {:.3e} (max {:.3e})  top-1 {}/{}  {} products on the GPU in {} round "
+        "trips\n",
+        name, GetParam().cpu_moe ? "+cpu-moe" : "", mode, e, max_nmse, top1, n_tok,
+        m->gpu()->products() - before, m->gpu()->round_trips() - trips);
     EXPECT_LE(e, max_nmse) << name << " " << mode;
     EXPECT_GE(top1, min_top1) << name << " " << mode;
     EXPECT_GT(m->gpu()->products(), before) << "the products ran on the CPU";
+    // Products of one input share a round trip (ops::Matmul::batch groups them).
+    EXPECT_LT(m->gpu()->round_trips() - trips, m->gpu()->products() - before);
   }
 }
 

@@ -292,7 +292,7 @@ class Runner {
     uint64_t io = 0;
     double cpu = 0;
     store::StoreStats store;
-    uint64_t gpu_products = 0, gpu_bytes = 0;
+    uint64_t gpu_products = 0, gpu_round_trips = 0, gpu_bytes = 0;
     double gpu_seconds = 0;
   };
 
@@ -313,6 +313,7 @@ class Runner {
     b.store = x_.store ? x_.store->stats() : store::StoreStats{};
     if (const model::GpuProducts* g = eng_.model().gpu()) {
       b.gpu_products = g->products();
+      b.gpu_round_trips = g->round_trips();
       b.gpu_bytes = g->bytes_read();
       b.gpu_seconds = g->seconds();
     }
@@ -389,6 +390,7 @@ class Runner {
     const double secs = g->seconds() - b.gpu_seconds,
                  bytes = static_cast<double>(g->bytes_read() - b.gpu_bytes);
     t.gpu.products_per_token = static_cast<double>(g->products() - b.gpu_products) / tokens;
+    t.gpu.round_trips_per_token = static_cast<double>(g->round_trips() - b.gpu_round_trips) / tokens;
     t.gpu.bytes_per_token = bytes / tokens;
     t.gpu.seconds_per_token = secs / tokens;
     t.gpu.bytes_per_s = secs > 0 ? bytes / secs : 0;
@@ -508,6 +510,7 @@ std::string bench_json(const BenchResult& r, int indent) {
                        {"waiting_bw_fraction", t.io.waiting_bw_fraction}}},
                      {"gpu",
                       {{"products_per_token", t.gpu.products_per_token},
+                       {"round_trips_per_token", t.gpu.round_trips_per_token},
                        {"weight_bytes_per_token", t.gpu.bytes_per_token},
                        {"seconds_per_token", t.gpu.seconds_per_token},
                        {"weight_bytes_per_s", t.gpu.bytes_per_s},
@@ -681,12 +684,12 @@ std::string bench_table(const BenchResult& r) {
                      r.gpu_device, store::format_size(r.gpu_weight_bytes), r.gpu_copy_bw / 1e9);
     for (const BenchTest& t : r.tests)
       s += fmt::format(
-          "{:>8}: {:.1f} GPU products/token (one host round trip each), {:.2f} MiB/token of weights at "
+          "{:>8}: {:.1f} GPU products/token in {:.1f} host round trips, {:.2f} MiB/token of weights at "
           "{:.2f} GB/s "
           "= {:.1f}% of the device's copy bandwidth; {:.3f} ms/token inside them (transfers, waits, "
           "products)\n",
-          t.name, t.gpu.products_per_token, t.gpu.bytes_per_token / 1048576.0, t.gpu.bytes_per_s / 1e9,
-          100 * t.gpu.roofline_fraction, 1e3 * t.gpu.seconds_per_token);
+          t.name, t.gpu.products_per_token, t.gpu.round_trips_per_token, t.gpu.bytes_per_token / 1048576.0,
+          t.gpu.bytes_per_s / 1e9, 100 * t.gpu.roofline_fraction, 1e3 * t.gpu.seconds_per_token);
   }
   s += profile_table(r);
   return s;

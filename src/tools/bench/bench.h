@@ -81,6 +81,7 @@ using PoolWaits = ThreadPool::WaitStats;
 // each one a host round trip; the time is the wall time inside them (transfers, waits, products).
 struct GpuTelemetry {
   double products_per_token = 0;
+  double round_trips_per_token = 0;
   double bytes_per_token = 0;  // weight bytes the GPU's products read
   double seconds_per_token = 0;
   double bytes_per_s = 0;        // bytes / seconds inside the products

@@ -106,7 +106,7 @@ Prediction predict(const gguf::GgufFile& f, const PlanOptions& o) {
 
   // The file's facts: trunk and expert bytes, per token and in all.
   uint64_t embd_bytes = 0, embd_row = 0, trunk_params = 0;
-  uint64_t trunk_products = 0, product_floats = 0;  // per token: trunk matrices, their in + out widths
+  uint64_t product_floats = 0;  // per token: the trunk matrices' in + out widths
   std::map<int, uint64_t> expert_layer_bytes, expert_layer_params;
   for (const gguf::TensorInfo& t : f.tensors()) {
     if (is_expert(t.name)) {
@@ -121,10 +121,7 @@ Prediction predict(const gguf::GgufFile& f, const PlanOptions& o) {
       embd_row = t.nbytes / static_cast<uint64_t>(std::max<int64_t>(1, t.dim(1)));
     } else {
       trunk_params += static_cast<uint64_t>(t.n_elements());
-      if (t.ne.size() >= 2 && t.dim(1) > 1) {
-        ++trunk_products;
-        product_floats += static_cast<uint64_t>(t.dim(0) + t.dim(1));
-      }
+      if (t.ne.size() >= 2 && t.dim(1) > 1) product_floats += static_cast<uint64_t>(t.dim(0) + t.dim(1));
     }
   }
   const uint64_t X = std::max<uint32_t>(1, hp.n_expert), k = hp.n_expert_used;
@@ -148,8 +145,11 @@ Prediction predict(const gguf::GgufFile& f, const PlanOptions& o) {
     share = placeable ? static_cast<double>(p.vram_trunk) / static_cast<double>(placeable) : 0.0;
   }
   const uint64_t moe_layers = expert_layer_bytes.size();
+  // Today's design: one round trip per product group (the products of one input, as
+  // ops::Matmul::batch sends them: the groups the distributed pass all-gathers) and the head.
+  const uint64_t groups = collective_widths(hp, f).size() + 1;
   const uint64_t hops =
-      g.hops_per_layer ? 2 * moe_layers : static_cast<uint64_t>(std::llround(share * trunk_products));
+      g.hops_per_layer ? 2 * moe_layers : static_cast<uint64_t>(std::llround(share * groups));
   const uint64_t hop_floats = g.hops_per_layer
                                   ? moe_layers * (hp.expert_in() + hp.n_embd)
                                   : static_cast<uint64_t>(share * static_cast<double>(product_floats));

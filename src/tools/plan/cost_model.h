@@ -34,8 +34,8 @@ struct HostSpec {
 
 // A GPU beside each host's CPU (k3 -ngl all --cpu-moe, docs/gpu.md): the trunk in VRAM as far as
 // it fits, the routed experts in RAM or streamed. The forward pass k3 runs today crosses PCIe
-// once per trunk product (model/gpu_products.h); `hops_per_layer` prices the design where
-// only each MoE layer's routed input and sum cross (2 per MoE layer).
+// once per group of trunk products that share an input (model/gpu_products.h); `hops_per_layer`
+// prices the design where only each MoE layer's routed input and sum cross (2 per MoE layer).
 struct GpuSpec {
   uint64_t vram = 0;         // bytes; 0: no GPU
   double bw = 0;             // device memory bandwidth, bytes/s
