@@ -37,4 +37,45 @@ size_t SequenceState::bytes() const {
   return n;
 }
 
+std::vector<std::pair<void*, size_t>> SequenceState::chunks() {
+  std::vector<std::pair<void*, size_t>> out;
+  for (size_t il = 0; il < kda_.size(); ++il) {
+    KdaLayerState& k = kda_[il];
+    if (!k.conv.empty()) out.emplace_back(k.conv.data(), k.conv.size() * sizeof(float));
+    if (!k.S.empty()) out.emplace_back(k.S.data(), k.S.size() * sizeof(float));
+    MlaLayerCache& m = mla_[il];
+    if (!m.f32.empty()) out.emplace_back(m.f32.data(), m.f32.size() * sizeof(float));
+    if (!m.f16.empty()) out.emplace_back(m.f16.data(), m.f16.size() * sizeof(uint16_t));
+  }
+  return out;
+}
+
+namespace {
+size_t row_width(const HParams& hp) { return static_cast<size_t>(hp.kv_lora_rank) + hp.n_rot; }
+}  // namespace
+
+void SequenceState::set_rows(const HParams& hp, int64_t n) {
+  n_past_ = n;
+  const size_t rows = static_cast<size_t>(n),
+               full = static_cast<size_t>(std::max(max_rows_, n)) * row_width(hp);
+  for (uint32_t il = 0; il < hp.n_layer; ++il) {
+    if (hp.is_kda(il)) continue;
+    MlaLayerCache& m = mla_[il];
+    if (cache_type_ == CacheType::F32) {
+      m.f32.reserve(full);
+      m.f32.assign(rows * row_width(hp), 0.0f);
+    } else {
+      m.f16.reserve(full);
+      m.f16.assign(rows * row_width(hp), 0);
+    }
+  }
+}
+
+uint64_t SequenceState::saved_bytes(const HParams& hp, CacheType type, int64_t n) {
+  const uint64_t Di = hp.kda_inner(), K1 = hp.ssm_conv_kernel - 1, H = hp.n_head, D = hp.kda_head_dim;
+  const uint64_t kda = (3 * Di * K1 + H * D * D) * sizeof(float);
+  const uint64_t mla = static_cast<uint64_t>(n) * row_width(hp) * (type == CacheType::F32 ? 4 : 2);
+  return hp.n_kda_layers() * kda + hp.n_mla_layers() * mla;
+}
+
 }  // namespace k3::model

@@ -4,10 +4,15 @@
 // last K-1 projected inputs of q, k and v) and the delta-rule state S (H × D × D, F32,
 // element (i = key, j = value, h) at i + j·D + h·D², llama.cpp's layout). A fresh or cleared
 // sequence is all zeros with no cache rows. Copies are deep.
+// Saving and restoring (runtime/state_file.h, the engine's seq_set): chunks() lists the
+// memory that is the whole state, in one fixed order (by layer: KDA conv then S; MLA cache
+// rows), so a writer and a reader that walk it agree byte for byte; set_rows(hp, n) first
+// gives a fresh state n tokens (n_past and n cache rows per MLA layer) to be filled.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace k3::model {
@@ -49,6 +54,14 @@ class SequenceState {
 
   // Bytes allocated now (the capacity of the cache rows plus the fixed KDA state).
   size_t bytes() const;
+
+  // The state's memory as (pointer, bytes) pieces, in the order saved files use.
+  std::vector<std::pair<void*, size_t>> chunks();
+  // Sizes this state for n tokens: n_past = n and n rows of zeros per MLA layer (reserving
+  // max_rows first, as the forward pass would).
+  void set_rows(const HParams& hp, int64_t n);
+  // Bytes of the saved form of n tokens of state (what chunks() covers after set_rows(n)).
+  static uint64_t saved_bytes(const HParams& hp, CacheType type, int64_t n);
 
  private:
   CacheType cache_type_;

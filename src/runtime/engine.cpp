@@ -15,7 +15,7 @@ namespace k3::runtime {
 namespace {
 
 // What rank 0 sends the other ranks before each state change (then the batch, if any).
-enum Op : uint32_t { kDecode = 1, kSeqClear = 2, kSeqCopy = 3, kStop = 4 };
+enum Op : uint32_t { kDecode = 1, kSeqClear = 2, kSeqCopy = 3, kStop = 4, kSeqSet = 5 };
 struct OpHeader {
   uint32_t op = 0;
   int32_t a = 0, b = 0;
@@ -79,6 +79,7 @@ void Engine::follow() {
       }
       case kSeqClear: do_seq_clear(h.a); break;
       case kSeqCopy: do_seq_copy(h.a, h.b); break;
+      case kSeqSet: receive_state(h.a, static_cast<int64_t>(h.n)); break;
       case kStop: return;
       default: fail("engine: rank {}: unknown request {} from rank 0", c.rank(), h.op);
     }
@@ -123,6 +124,38 @@ void Engine::do_seq_copy(int32_t src, int32_t dst) {
   }
   seqs_[dst] = std::make_unique<model::SequenceState>(*seqs_[src]);
   seqs_[dst]->set_max_rows(n_ctx_);
+}
+
+const model::SequenceState* Engine::seq_state(int32_t seq) const {
+  if (seq < 0 || seq >= opts_.n_seq_max)
+    fail("seq_state: sequence id {} is outside 0..{}", seq, opts_.n_seq_max - 1);
+  return seqs_[seq].get();
+}
+
+void Engine::seq_set(int32_t seq, std::unique_ptr<model::SequenceState> st) {
+  if (seq < 0 || seq >= opts_.n_seq_max)
+    fail("seq_set: sequence id {} is outside 0..{}", seq, opts_.n_seq_max - 1);
+  if (!st || st->cache_type() != opts_.cache_type)
+    fail("seq_set: the state's cache type is not the engine's");
+  if (st->n_past() > n_ctx_) fail("seq_set: the state holds {} tokens, the context {}", st->n_past(), n_ctx_);
+  model::Collective* c = opts_.hooks.collective;
+  if (c && c->size() > 1 && c->rank() == 0) {
+    // The header's n carries the token count; the chunks follow in chunks() order, whose
+    // sizes the other ranks derive from it exactly as the file reader does.
+    OpHeader h{kSeqSet, seq, 0, static_cast<uint64_t>(st->n_past())};
+    c->broadcast(&h, sizeof h);
+    for (auto [p, n] : st->chunks()) c->broadcast(p, n);
+  }
+  st->set_max_rows(n_ctx_);
+  seqs_[seq] = std::move(st);
+}
+
+void Engine::receive_state(int32_t seq, int64_t n_past) {
+  auto st = std::make_unique<model::SequenceState>(model_->hparams(), opts_.cache_type);
+  st->set_max_rows(n_ctx_);
+  st->set_rows(model_->hparams(), n_past);
+  for (auto [p, n] : st->chunks()) opts_.hooks.collective->broadcast(p, n);
+  seqs_.at(static_cast<size_t>(seq)) = std::move(st);
 }
 
 int64_t Engine::seq_pos(int32_t seq) const {

@@ -15,6 +15,12 @@
 //   row-major block of n_logits × n_vocab floats.
 // * Sequence management: seq_clear(s) forgets everything of s; seq_copy(src, dst) makes dst
 //   an exact copy of src (prompt sharing, forking); seq_pos(s) is how many tokens s holds.
+// * Saved states (runtime/state_file.h): seq_state(s) is s's state for a reader (null before
+//   s's first token), and another thread may read it while the caller changes no state of s
+//   (the prompt cache's disk writer does so while the engine decodes other sequences).
+//   seq_set(s, state) makes s that state (it must have this engine's cache type and fit
+//   its context); on a distributed run rank 0 sends it to every rank, which all hold the
+//   same states.
 // * Distributed (opts.hooks.collective with N > 1 ranks, docs/distributed.md): rank 0's engine
 //   is driven as above and sends every decode, seq_clear and seq_copy to the other ranks; on
 //   the others (follower() is true) the caller calls follow() instead, which runs rank 0's
@@ -87,6 +93,8 @@ class Engine {
   void seq_clear(int32_t seq);
   void seq_copy(int32_t src, int32_t dst);
   int64_t seq_pos(int32_t seq) const;
+  const model::SequenceState* seq_state(int32_t seq) const;
+  void seq_set(int32_t seq, std::unique_ptr<model::SequenceState> st);
 
   // Distributed: a rank other than 0. follow() returns when rank 0's engine goes away.
   bool follower() const;
@@ -108,6 +116,7 @@ class Engine {
   std::vector<float> run(std::span<const BatchToken> batch, int64_t n_logits);
   void do_seq_clear(int32_t seq);
   void do_seq_copy(int32_t src, int32_t dst);
+  void receive_state(int32_t seq, int64_t n_past);
   void send(uint32_t op, int32_t a, int32_t b, std::span<const BatchToken> batch = {});
   std::shared_ptr<const model::Model> model_;
   EngineOptions opts_;
