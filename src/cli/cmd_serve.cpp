@@ -12,6 +12,10 @@
 #include <memory>
 #include <optional>
 #include <pthread.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -20,6 +24,7 @@
 #include "cli/embedded_model.h"
 #include "cli/dist_flags.h"
 #include "cli/open_model.h"
+#include "cli/prompt_cache_flags.h"
 #include "cli/parse_args.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -69,6 +74,7 @@ struct ServeFlags {
   server::ServerOptions o;
   EngineFlags ef;
   DistFlags dist;
+  PromptCacheFlags pc;
   size_t grammar_mib = server::ServerOptions{}.sched.grammar_bytes >> 20;
   size_t grammars_mib = server::ServerOptions{}.max_grammar_bytes >> 20;
   bool verbose = false, no_prompt_cache = false, no_webui = false;
@@ -112,6 +118,11 @@ void add_serve_flags(CLI::App& app, ServeFlags& f) {
   app.add_flag("--no-prompt-cache", f.no_prompt_cache,
                "do not keep a per-slot snapshot of the last conversation for the next turn to reuse "
                "(saves one sequence state per slot)");
+  add_prompt_cache_flags(app, f.pc);
+  app.add_option(
+      "--slot-save-path", f.o.slot_save_path,
+      "directory of the files POST /slots/{id}?action=save|restore writes and reads (llama-server's "
+      "API; created 0700 if missing; default: that API is off)");
   app.add_option("--queue", f.o.sched.queue_max, "requests that may wait for a slot (default 64)");
   app.add_option("-b,--batch", f.o.sched.n_batch, "prompt tokens per decode step, all slots (default 512)");
   app.add_option("--alias", f.o.model_alias, "model name in responses (default: the file name)");
@@ -152,6 +163,15 @@ std::string check_serve_flags(ServeFlags& f, store::MemoryOptions& mem) {
   if (!(f.o.request_timeout_s > 0)) return "--request-timeout must be > 0";
   if (f.o.max_body < 1024) return "--max-body must be at least 1024";
   if (f.o.sched.n_batch < 1) return "--batch must be >= 1";
+  if (std::string err = apply_prompt_cache_flags(f.pc, f.o.sched); !err.empty()) return err;
+  if (!f.o.slot_save_path.empty()) {
+    struct stat st {};
+    if (::mkdir(f.o.slot_save_path.c_str(), 0700) != 0 && errno != EEXIST)
+      return fmt::format("--slot-save-path {}: cannot create it: {}", f.o.slot_save_path,
+                         std::strerror(errno));
+    if (::stat(f.o.slot_save_path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      return fmt::format("--slot-save-path {}: not a directory", f.o.slot_save_path);
+  }
   return apply(f.ef, f.o.sched, mem);
 }
 
@@ -170,6 +190,7 @@ bool install_for_serve(ServeFlags& f, const std::shared_ptr<model::Model>& share
   // queued and running request together (docs/grammar.md, "Limits").
   shape.app_bytes = static_cast<uint64_t>(o.sched.n_slots) * o.sched.grammar_bytes + o.max_grammar_bytes;
   shape.app_what = "grammars";
+  disk_plan_row(o.sched, shape);
   shape.app_note =
       fmt::format("{} slots × {} MiB matcher (--grammar-memory) + {} MiB compiled (--grammars-memory)",
                   o.sched.n_slots, f.grammar_mib, f.grammars_mib);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <future>
 #include <utility>
 
 #include "core/error.h"
@@ -13,6 +14,7 @@
 #include "grammar/matcher.h"
 #include "grammar/work_budget.h"
 #include "grammar/token_vocab.h"
+#include "model/identity.h"
 #include "model/model.h"
 #include "runtime/engine.h"
 #include "server/api_error.h"
@@ -31,6 +33,8 @@ struct Scheduler::Snapshot {
   std::string owner;            // the cache_owner of the job that left it (job.h)
   uint64_t last_used = 0;       // admission counter when it was last taken or reused
   bool proven = false;          // it (or the entry it extends) was reused at least once
+  // True while the disk writer reads this entry's state: it must not be replaced until then.
+  std::shared_ptr<std::atomic<bool>> writing = std::make_shared<std::atomic<bool>>(false);
 };
 
 struct Scheduler::Slot {
@@ -50,10 +54,13 @@ struct Scheduler::Slot {
   int32_t next = -1;     // generated token waiting to be decoded
   bool started = false;  // its prompt is decoded (Generation::prompt_done was called)
   bool waiting = false;  // its logits wait for the grammar's mask (Generation::kWaiting)
+  std::shared_ptr<DiskCache::Load> disk_load;  // a disk entry being read for this job
+  bool pinned = false;                         // a slot save reads its state: no job may take it
   Clock::time_point t_start;
   bool generating() const { return job && next >= 0; }
-  // Something for the next step to do: not a slot whose mask is still being computed.
-  bool runnable() const { return job && !(waiting && gen && !gen->mask_ready()); }
+  bool loading() const { return disk_load && !disk_load->done.load(); }
+  // Something for the next step to do: not a slot whose mask or disk state is still coming.
+  bool runnable() const { return job && !loading() && !(waiting && gen && !gen->mask_ready()); }
 };
 
 namespace {
@@ -89,6 +96,12 @@ Scheduler::Scheduler(std::shared_ptr<const model::Model> model, std::shared_ptr<
   n_ctx_ = engine_->n_ctx();
   n_threads_ = static_cast<int>(engine_->pool().size());
   stats_.slots_total = opts_.n_slots;
+  target_ = {model::model_identity(engine_->model()), &engine_->model().hparams(), opts_.cache_type, n_ctx_};
+  if (!opts_.disk_dir.empty()) {
+    if (!opts_.prompt_cache) fail("--prompt-cache-dir needs the prompt cache (drop --no-prompt-cache)");
+    disk_ = std::make_unique<DiskCache>(opts_.disk_dir, opts_.disk_bytes, target_, [this] { wake(); });
+    stats_.disk = true;
+  }
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -117,8 +130,13 @@ void Scheduler::stop() {
 }
 
 SchedulerStats Scheduler::stats() const {
-  std::lock_guard<std::mutex> lk(mu_);
-  return stats_;
+  SchedulerStats st;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    st = stats_;
+  }
+  if (disk_) st.disk_stats = disk_->stats();
+  return st;
 }
 
 void Scheduler::fail_job(Job& job, int status, const char* type, const std::string& msg) {
@@ -147,6 +165,7 @@ void Scheduler::release(Slot& s, bool keep_state) {
   s.restore = false;
   s.discard = false;
   s.snap_at = 0;
+  s.disk_load.reset();
 }
 
 // Where a job's snapshot goes: over the one it restored (its conversation's, now extended),
@@ -155,14 +174,15 @@ void Scheduler::release(Slot& s, bool keep_state) {
 // one-off request, or a client that hangs up and never returns, evicts nothing while every
 // entry serves a live conversation, and a new conversation gets in once one goes quiet.
 size_t Scheduler::pick_snapshot(const Slot& s, const std::vector<Snapshot>& snaps, uint64_t n_admitted) {
-  if (s.from >= 0) return static_cast<size_t>(s.from);
+  if (s.from >= 0)
+    return snaps[static_cast<size_t>(s.from)].writing->load() ? kNoSnapshot : static_cast<size_t>(s.from);
   auto worth = [](const Snapshot& e) {
     return e.tokens.empty() ? std::pair<int, uint64_t>{0, 0}
                             : std::pair<int, uint64_t>{e.proven ? 2 : 1, e.last_used};
   };
   size_t best = kNoSnapshot;
   for (size_t k = 0; k < snaps.size(); ++k)
-    if (best == kNoSnapshot || worth(snaps[k]) < worth(snaps[best])) best = k;
+    if (!snaps[k].writing->load() && (best == kNoSnapshot || worth(snaps[k]) < worth(snaps[best]))) best = k;
   if (best == kNoSnapshot) return best;
   const Snapshot& e = snaps[best];
   const bool live = !e.tokens.empty() && e.proven && e.last_used + 2 * snaps.size() > n_admitted;
@@ -186,11 +206,56 @@ Scheduler::Slot* Scheduler::choose_slot(std::vector<Slot>& slots, const Job& job
   Slot* best = nullptr;
   live = 0;
   for (Slot& s : slots) {
-    if (s.job) continue;
+    if (s.job || s.pinned) continue;
     const size_t r = s.held_owner == job.cache_owner ? reusable(s.held, job.prompt) : 0;
     if (!best || r > live || (r == live && s.held.size() < best->held.size())) best = &s, live = r;
   }
   return best;
+}
+
+// A job that just took slot `s` (under mu_): where its prompt resumes from. RAM first (the
+// slot's own state, else the snapshot that saves the most), then the disk tier when it holds
+// a longer prefix; a disk load leaves the slot out of the batch until it is read.
+void Scheduler::admit(Slot& s, std::vector<Snapshot>& snaps, size_t live, Clock::time_point now) {
+  const uint64_t admitted = ++n_admitted_;
+  size_t best_reuse = live;
+  s.from = -1;
+  for (size_t k = 0; k < snaps.size(); ++k) {
+    const size_t r = snaps[k].owner == s.job->cache_owner ? reusable(snaps[k].tokens, s.job->prompt) : 0;
+    if (r > best_reuse) best_reuse = r, s.from = static_cast<int>(k);
+  }
+  DiskCache::Match disk;
+  if (disk_) {
+    disk = disk_->lookup(s.job->cache_owner, s.job->prompt);
+    if (disk.n_tokens > best_reuse) {
+      s.from = -1, best_reuse = 0, live = 0;  // the disk entry's state replaces the slot's
+      s.disk_load = disk_->load(disk);
+    } else if (best_reuse == 0) {
+      disk_->note_miss();
+    }
+  }
+  if (s.from >= 0) {
+    snaps[static_cast<size_t>(s.from)].last_used = admitted;
+    snaps[static_cast<size_t>(s.from)].proven = true;
+  }
+  if (best_reuse == live && live > 0) {
+    s.held.resize(live);  // continues from its own state
+  } else {
+    s.discard = !s.held.empty();
+    s.held.clear();
+    if (s.from >= 0) s.held = snaps[static_cast<size_t>(s.from)].tokens;
+  }
+  s.t_start = now;
+  s.n_fed = best_reuse;
+  s.restore = s.from >= 0;
+  s.job->n_cached = static_cast<int64_t>(best_reuse);
+  stats_.prompt_tokens_cached_total += best_reuse;
+  s.next = -1;
+  const size_t n = s.job->prompt.size();
+  size_t at = s.job->snapshot_at > 0 && s.job->snapshot_at < n ? s.job->snapshot_at : n - 1;
+  // Nothing to gain from a snapshot that is already held, or from an empty one.
+  const size_t held_after = std::max(best_reuse, disk.n_tokens > best_reuse ? disk.n_tokens : 0);
+  s.snap_at = !snaps.empty() && at > held_after ? at : 0;
 }
 
 void Scheduler::loop() {
@@ -211,12 +276,17 @@ void Scheduler::loop() {
       // A slot waiting for its mask is woken by its worker (wake()); the timeout still
       // checks such slots for cancellation and deadlines.
       auto work = [&] {
-        return stopping_ || !queue_.empty() ||
+        return stopping_ || !queue_.empty() || !controls_.empty() ||
                std::any_of(slots.begin(), slots.end(), [](const Slot& s) { return s.runnable(); });
       };
       if (n_busy() > 0) cv_.wait_for(lk, std::chrono::milliseconds(50), work);
       else cv_.wait(lk, work);
       if (stopping_) break;
+      if (!controls_.empty()) {
+        lk.unlock();  // the controls' own I/O and the callers they wake need no lock
+        run_controls(slots);
+        lk.lock();
+      }
       Clock::time_point now = Clock::now();
       // Expired or abandoned jobs leave the queue without taking a slot.
       for (auto it = queue_.begin(); it != queue_.end();) {
@@ -239,38 +309,9 @@ void Scheduler::loop() {
         size_t live = 0;
         Slot* free = choose_slot(slots, *queue_.front(), live);
         if (!free) break;
-        Slot& s = *free;
-        s.job = std::move(queue_.front());
+        free->job = std::move(queue_.front());
         queue_.pop_front();
-        const uint64_t admitted = ++n_admitted_;
-        size_t best_reuse = live;
-        s.from = -1;
-        for (size_t k = 0; k < snaps.size(); ++k) {
-          const size_t r =
-              snaps[k].owner == s.job->cache_owner ? reusable(snaps[k].tokens, s.job->prompt) : 0;
-          if (r > best_reuse) best_reuse = r, s.from = static_cast<int>(k);
-        }
-        if (s.from >= 0) {
-          snaps[static_cast<size_t>(s.from)].last_used = admitted;
-          snaps[static_cast<size_t>(s.from)].proven = true;
-        }
-        if (best_reuse == live && live > 0) {
-          s.held.resize(live);  // continues from its own state
-        } else {
-          s.discard = !s.held.empty();
-          s.held.clear();
-          if (s.from >= 0) s.held = snaps[static_cast<size_t>(s.from)].tokens;
-        }
-        s.t_start = now;
-        s.n_fed = best_reuse;
-        s.restore = s.from >= 0;
-        s.job->n_cached = static_cast<int64_t>(best_reuse);
-        stats_.prompt_tokens_cached_total += best_reuse;
-        s.next = -1;
-        const size_t n = s.job->prompt.size();
-        size_t at = s.job->snapshot_at > 0 && s.job->snapshot_at < n ? s.job->snapshot_at : n - 1;
-        // Nothing to gain from a snapshot that is already held, or from an empty one.
-        s.snap_at = !snaps.empty() && at > best_reuse ? at : 0;
+        admit(*free, snaps, live, now);
       }
       stats_.queued = queue_.size();
       stats_.slots_busy = n_busy();
@@ -287,6 +328,7 @@ void Scheduler::loop() {
   std::lock_guard<std::mutex> lk(mu_);
   for (auto& j : queue_) fail_job(*j, 503, "unavailable_error", "the server is shutting down");
   queue_.clear();
+  controls_.clear();  // their callers get a 503 (on_scheduler)
   stats_.queued = 0;
   stats_.slots_busy = 0;
 }
@@ -295,6 +337,7 @@ void Scheduler::loop() {
 struct Scheduler::StepCounts {
   uint64_t cancelled = 0, failed = 0, done = 0;
   int64_t accepted = 0;                       // tokens sampled or resumed
+  uint64_t cached = 0;                        // prompt tokens restored from disk
   int64_t prompt_tokens = 0, gen_tokens = 0;  // in the decoded batch
   size_t batch = 0;                           // tokens decoded (0: no decode this step)
   double seconds = 0;                         // the decode's wall time
@@ -312,6 +355,7 @@ void Scheduler::step(std::vector<Slot>& slots, std::vector<Snapshot>& snaps) {
   StepCounts c;
   drop_finished_jobs(slots, c);
   restore_snapshots(slots, snaps, c);
+  finish_disk_loads(slots, c);
   start_generations(slots, c);
   resume_waiting(slots, c);
   Batch b = build_batch(slots, c);
@@ -363,6 +407,35 @@ void Scheduler::restore_snapshots(std::vector<Slot>& slots, std::vector<Snapshot
   }
 }
 
+// Slots whose disk entry has been read take its state and skip its tokens. One that could
+// not be used (the reader said why) decodes its whole prompt instead: the answer is the same.
+void Scheduler::finish_disk_loads(std::vector<Slot>& slots, StepCounts& c) {
+  for (Slot& s : slots) {
+    if (!s.job || !s.disk_load || !s.disk_load->done.load()) continue;
+    std::shared_ptr<DiskCache::Load> l = std::move(s.disk_load);
+    runtime::SavedState& r = l->result;
+    const std::vector<int32_t>& p = s.job->prompt;
+    std::string why = l->error;
+    if (why.empty() && (r.info.owner != s.job->cache_owner || r.tokens.size() >= p.size() ||
+                        !std::equal(r.tokens.begin(), r.tokens.end(), p.begin())))
+      why = "its tokens are not this prompt's prefix";
+    if (why.empty()) {
+      try {
+        engine_->seq_set(s.seq, std::move(r.state));
+      } catch (const std::exception& e) { why = e.what(); }
+    }
+    if (!why.empty()) {
+      log::warn("prompt cache: disk entry not used, prefilling instead: {}", why);
+      continue;
+    }
+    s.held = r.tokens;
+    s.n_fed = r.tokens.size();
+    s.job->n_cached = static_cast<int64_t>(s.n_fed);
+    c.cached += s.n_fed;
+    if (s.snap_at > 0 && s.snap_at <= s.n_fed) s.snap_at = 0;
+  }
+}
+
 // A failure of one request's generation ends that request, never the scheduler thread.
 template <class F>
 void Scheduler::guarded(Slot& s, StepCounts& c, F&& f) {
@@ -387,7 +460,7 @@ void Scheduler::guarded(Slot& s, StepCounts& c, F&& f) {
 // is computed (on the mask worker) while the prompt is.
 void Scheduler::start_generations(std::vector<Slot>& slots, StepCounts& c) {
   for (Slot& s : slots)
-    if (s.job && !s.gen)
+    if (s.job && !s.gen && !s.loading())  // after a disk load: its usage counts what the load restored
       guarded(s, c, [&] {
         if (s.job->grammar && !gvocab_)
           gvocab_ = grammar::TokenVocab::from_tokenizer(*tok_, {roles_.end_of_msg});
@@ -424,7 +497,7 @@ Scheduler::Batch Scheduler::build_batch(std::vector<Slot>& slots, StepCounts& c)
   }
   int64_t prompt_budget = opts_.n_batch;
   for (Slot& s : slots) {
-    if (!s.job || s.started || prompt_budget <= 0) continue;
+    if (!s.job || s.started || s.loading() || prompt_budget <= 0) continue;
     const std::vector<int32_t>& p = s.job->prompt;
     // A chunk ends at the snapshot point, so the state there can be copied after the step.
     size_t end = s.snap_at > s.n_fed ? s.snap_at : p.size();
@@ -483,7 +556,18 @@ void Scheduler::take_snapshot(Slot& s, std::vector<Snapshot>& snaps) {
     to.last_used = n_admitted_;
   } catch (const std::exception& e) {
     log::warn("prompt cache snapshot failed (the next turn decodes in full): {}", e.what());
+    return;
   }
+  if (disk_) store_on_disk(to);
+}
+
+// Hands the snapshot to the disk writer, which reads the state while this thread decodes;
+// pick_snapshot leaves the entry alone until the writer is done with it.
+void Scheduler::store_on_disk(Snapshot& to) {
+  const model::SequenceState* st = engine_->seq_state(to.seq);
+  if (!st || to.tokens.empty()) return;
+  to.writing->store(true);
+  if (!disk_->store(st, to.tokens, to.owner, [w = to.writing] { w->store(false); })) to.writing->store(false);
 }
 
 // Logits rows come back in batch order: generating slots first, then finished prompts,
@@ -517,6 +601,7 @@ void Scheduler::flush(const StepCounts& c) {
   stats_.requests_failed += c.failed;
   stats_.requests_finished += c.done;
   stats_.predicted_tokens_total += static_cast<uint64_t>(c.accepted);
+  stats_.prompt_tokens_cached_total += c.cached;
   if (c.batch == 0) return;  // nothing decoded: no timing to add
   stats_.n_decode_total += 1;
   stats_.prompt_tokens_total += static_cast<uint64_t>(c.prompt_tokens);
@@ -551,6 +636,121 @@ bool Scheduler::take(Slot& s, int32_t t, uint64_t& n_done) {
 void Scheduler::wake() {
   { std::lock_guard<std::mutex> lk(mu_); }  // a waiter between its check and its sleep sees it
   cv_.notify_all();
+}
+
+template <class R>
+R Scheduler::on_scheduler(std::function<R(std::vector<Slot>&)> f) {
+  auto done = std::make_shared<std::promise<R>>();
+  std::future<R> result = done->get_future();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (stopping_) throw ApiError(503, "unavailable_error", "the server is shutting down");
+    controls_.push_back([f = std::move(f), done](std::vector<Slot>& slots) {
+      try {
+        done->set_value(f(slots));
+      } catch (...) { done->set_exception(std::current_exception()); }
+    });
+  }
+  cv_.notify_all();
+  try {
+    return result.get();
+  } catch (const std::future_error&) {  // dropped unrun: the scheduler stopped first
+    throw ApiError(503, "unavailable_error", "the server is shutting down");
+  }
+}
+
+void Scheduler::run_controls(std::vector<Slot>& slots) {
+  std::deque<std::function<void(std::vector<Slot>&)>> todo;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    todo.swap(controls_);
+  }
+  for (auto& f : todo) f(slots);
+}
+
+std::vector<SlotInfo> Scheduler::slots_info() {
+  return on_scheduler<std::vector<SlotInfo>>([](std::vector<Slot>& slots) {
+    std::vector<SlotInfo> out;
+    for (size_t i = 0; i < slots.size(); ++i)
+      out.push_back(
+          {static_cast<int>(i), slots[i].job != nullptr, static_cast<int64_t>(slots[i].held.size())});
+    return out;
+  });
+}
+
+// The slot's state is written on this (the caller's) thread while the slot is pinned: no job
+// takes it, so its state stays as it is, and the scheduler decodes the others meanwhile.
+SlotFileResult Scheduler::slot_save(int id, const std::string& path) {
+  struct Held {
+    const model::SequenceState* st = nullptr;
+    std::vector<int32_t> tokens;
+    std::string owner;
+  };
+  Held h = on_scheduler<Held>([this, id](std::vector<Slot>& slots) {
+    Slot& s = free_slot(slots, id);
+    const model::SequenceState* st = engine_->seq_state(s.seq);
+    if (st && st->n_past() != static_cast<int64_t>(s.held.size()))
+      throw ApiError(409, "invalid_request_error",
+                     fmt::format("slot {} holds no complete state to save", id));
+    s.pinned = true;
+    return Held{st, s.held, s.held_owner};
+  });
+  const auto t0 = Clock::now();
+  SlotFileResult r;
+  std::string err;
+  try {
+    model::SequenceState empty(engine_->model().hparams(), opts_.cache_type);
+    auto* st = const_cast<model::SequenceState*>(h.st ? h.st : &empty);  // read only (state_file.h)
+    r.n_bytes = runtime::write_state_file(path, target_, *st, h.tokens, h.owner);
+    r.n_tokens = static_cast<int64_t>(h.tokens.size());
+  } catch (const std::exception& e) { err = e.what(); }
+  on_scheduler<int>([id](std::vector<Slot>& slots) {
+    slots[static_cast<size_t>(id)].pinned = false;
+    return 0;
+  });
+  if (!err.empty()) throw ApiError(500, "server_error", fmt::format("saving slot {} failed: {}", id, err));
+  r.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  return r;
+}
+
+SlotFileResult Scheduler::slot_restore(int id, const std::string& path) {
+  const auto t0 = Clock::now();
+  auto saved = std::make_shared<runtime::SavedState>();
+  try {
+    *saved = runtime::read_state_file(path, target_);
+  } catch (const std::exception& e) {
+    throw ApiError(400, "invalid_request_error", fmt::format("cannot restore slot {}: {}", id, e.what()));
+  }
+  SlotFileResult r;
+  r.n_tokens = static_cast<int64_t>(saved->tokens.size());
+  r.n_bytes = saved->info.file_bytes;
+  on_scheduler<int>([this, id, saved](std::vector<Slot>& slots) {
+    Slot& s = free_slot(slots, id);
+    engine_->seq_set(s.seq, std::move(saved->state));
+    s.held = std::move(saved->tokens);
+    s.held_owner = saved->info.owner;
+    return 0;
+  });
+  r.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  return r;
+}
+
+int64_t Scheduler::slot_erase(int id) {
+  return on_scheduler<int64_t>([this, id](std::vector<Slot>& slots) {
+    Slot& s = free_slot(slots, id);
+    const auto n = static_cast<int64_t>(s.held.size());
+    engine_->seq_clear(s.seq);
+    s.held.clear();
+    return n;
+  });
+}
+
+Scheduler::Slot& Scheduler::free_slot(std::vector<Slot>& slots, int id) {
+  if (id < 0 || static_cast<size_t>(id) >= slots.size())
+    throw ApiError(404, "not_found_error", fmt::format("no slot {} (slots 0..{})", id, slots.size() - 1));
+  Scheduler::Slot& s = slots[static_cast<size_t>(id)];
+  if (s.job || s.pinned) throw ApiError(409, "invalid_request_error", fmt::format("slot {} is busy", id));
+  return s;
 }
 
 }  // namespace k3::server

@@ -15,6 +15,13 @@
 // Independently of the snapshots, a slot keeps the state its last job ended with (prompt and
 // decoded answer; a job that failed or was cancelled leaves nothing): a job of the same owner
 // whose prompt extends it takes that slot and decodes only what is new (choose_slot()).
+// Disk tier (opts.disk_dir, server/disk_cache.h): every snapshot taken is also written to
+// disk by the cache's writer thread (the snapshot is left alone until the write ends, so no
+// token waits for it), and a job whose prompt extends a disk entry longer than anything in
+// RAM waits, out of the batch, while the reader thread loads it, then decodes only the rest.
+// A load that fails (corrupt, removed) falls back to a full prefill: the answer is the same.
+// Slot files (the /slots API, k3 chat /save): slot_save / slot_restore / slot_erase act on a
+// free slot's kept state; the file I/O runs on the caller's thread.
 // Grammar masks are computed off this thread (server/generation.h): a slot whose mask is not
 // ready sits out of the batch until its worker wakes the scheduler, so it delays only itself.
 #pragma once
@@ -22,12 +29,15 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "server/answer_source.h"
+#include "server/disk_cache.h"
 #include "server/job.h"
 #include "chat/vocab_roles.h"
 #include "model/sequence_state.h"
@@ -59,6 +69,10 @@ struct SchedulerOptions {
   bool prompt_cache = true;  // keep n_slots prompt snapshots for reuse
   int64_t n_ubatch = 0;      // forward micro-batch; 0: the engine's default
   model::CacheType cache_type = model::CacheType::F32;
+  // The prompt cache's disk tier: its directory (empty: none) and the most bytes its files
+  // may hold (0: no limit). Needs prompt_cache.
+  std::string disk_dir;
+  uint64_t disk_bytes = 0;
   // null: the model samples every answer. Tests (and `k3 serve --scripted-output`) install a
   // source of fixed answers here (server/answer_source.h); each job takes the next one when it
   // starts.
@@ -87,6 +101,22 @@ struct SchedulerStats {
   double predicted_tokens_per_second = 0;  // over the last 10 s of generation
   size_t queued = 0;
   int slots_busy = 0, slots_total = 0;
+  bool disk = false;  // a disk tier is configured; disk_stats is its counters
+  DiskCacheStats disk_stats;
+};
+
+// A slot as the /slots listing shows it.
+struct SlotInfo {
+  int id = 0;
+  bool busy = false;
+  int64_t n_tokens = 0;  // tokens whose state the slot holds now
+};
+
+// What a slot save or restore moved.
+struct SlotFileResult {
+  int64_t n_tokens = 0;
+  uint64_t n_bytes = 0;
+  double ms = 0;
 };
 
 class Scheduler {
@@ -103,6 +133,14 @@ class Scheduler {
   int64_t n_ctx() const { return n_ctx_; }
   int n_slots() const { return opts_.n_slots; }
   int n_threads() const { return n_threads_; }
+  // The slot-file API (llama-server's /slots/{id}?action=…). Each throws ApiError: 404 no such
+  // slot, 409 the slot is busy, 400 a file that cannot be used (the message says why).
+  std::vector<SlotInfo> slots_info();
+  SlotFileResult slot_save(int id, const std::string& path);
+  SlotFileResult slot_restore(int id, const std::string& path);
+  int64_t slot_erase(int id);
+  // What a saved state must match to be restored here (runtime/state_file.h).
+  runtime::StateTarget state_target() const { return target_; }
 
  private:
   struct Slot;
@@ -132,6 +170,15 @@ class Scheduler {
   // Samples `t` into slot `s` (or finishes its request); true when the slot was released.
   bool take(Slot& s, int32_t t, uint64_t& n_done);
   void wake();
+  // Runs `f` on the scheduler thread between steps and returns what it returned (or throws
+  // what it threw): how the slot-file API reads and changes slots without a lock on them.
+  template <class R>
+  R on_scheduler(std::function<R(std::vector<Slot>&)> f);
+  void run_controls(std::vector<Slot>& slots);
+  static Slot& free_slot(std::vector<Slot>& slots, int id);
+  void admit(Slot& s, std::vector<Snapshot>& snaps, size_t live, Clock::time_point now);
+  void finish_disk_loads(std::vector<Slot>& slots, StepCounts& c);
+  void store_on_disk(Snapshot& to);
   void fail_job(Job& job, int status, const char* type, const std::string& msg);
 
   SchedulerOptions opts_;
@@ -149,7 +196,11 @@ class Scheduler {
   SchedulerStats stats_;
   uint64_t n_admitted_ = 0;  // jobs given a slot so far (orders slots by recent use)
   std::deque<std::pair<Clock::time_point, int64_t>> rate_window_;
+  std::deque<std::function<void(std::vector<Slot>&)>> controls_;  // on_scheduler's work
+  runtime::StateTarget target_;
   std::thread thread_;
+  // Last: destroyed first, so its writer stops reading engine states before the engine goes.
+  std::unique_ptr<DiskCache> disk_;
 };
 
 }  // namespace k3::server

@@ -28,6 +28,7 @@
 #include "server/http_connection.h"
 #include "server/origin_policy.h"
 #include "server/responses.h"
+#include "server/slot_endpoints.h"
 #include "server/token_endpoints.h"
 #include "server/webui.h"
 #include "store/install.h"
@@ -78,6 +79,7 @@ std::string route_label(const std::string& path) {
                                                 "/detokenize",
                                                 "/apply-template"};
   if (kRoutes.count(path)) return path;
+  if (path == "/slots" || path.starts_with("/slots/")) return "/slots";
   if (is_page_path(path)) return path == "/" ? path : "/assets";
   return "other";
 }
@@ -231,6 +233,7 @@ struct Server::Impl {
   void generation_routes();
   void information_routes();
   void token_routes();
+  void slot_routes();
   template <class Fn>
   static auto guarded(Fn fn);
   template <class Fn>
@@ -526,6 +529,29 @@ std::string Server::Impl::metrics_text() {
   metric("requests_cancelled_total", "counter", "Generations abandoned by their client.",
          static_cast<double>(s.requests_cancelled));
   // The streaming expert store's telemetry (k3 serve --ram-budget; docs/expert-store.md).
+  if (s.disk) {  // the prompt cache's disk tier (--prompt-cache-dir)
+    const DiskCacheStats& d = s.disk_stats;
+    metric("prompt_cache_disk_hits_total", "counter", "Admissions restored from a disk entry.",
+           static_cast<double>(d.hits));
+    metric("prompt_cache_disk_misses_total", "counter",
+           "Admissions with no reusable entry in RAM or on disk.", static_cast<double>(d.misses));
+    metric("prompt_cache_disk_load_failures_total", "counter",
+           "Disk entries unusable when read (prefilled instead).", static_cast<double>(d.load_failures));
+    metric("prompt_cache_disk_bytes_read_total", "counter", "Bytes of state read back from disk.",
+           static_cast<double>(d.bytes_read));
+    metric("prompt_cache_disk_restore_seconds_total", "counter", "Time spent reading disk entries.",
+           d.restore_seconds_total);
+    metric("prompt_cache_disk_writes_total", "counter", "Snapshots written to disk.",
+           static_cast<double>(d.writes));
+    metric("prompt_cache_disk_write_errors_total", "counter", "Snapshots that could not be written.",
+           static_cast<double>(d.write_errors));
+    metric("prompt_cache_disk_bytes_written_total", "counter", "Bytes of state written to disk.",
+           static_cast<double>(d.bytes_written));
+    metric("prompt_cache_disk_write_seconds_total", "counter", "Time the writer spent writing.",
+           d.write_seconds_total);
+    metric("prompt_cache_disk_entries", "gauge", "State files on disk.", static_cast<double>(d.entries));
+    metric("prompt_cache_disk_bytes", "gauge", "Bytes of state files on disk.", static_cast<double>(d.bytes));
+  }
   if (const store::ExpertStore* xs = store::find_store(*model)) {
     const store::StoreStats e = xs->stats();
     metric("expert_bytes_read_total", "counter", "Bytes of routed experts read from disk.",
@@ -629,6 +655,7 @@ void Server::Impl::routes() {
   generation_routes();
   information_routes();
   token_routes();
+  slot_routes();
 }
 
 void Server::Impl::set_http_limits() {
@@ -816,6 +843,19 @@ void Server::Impl::token_routes() {
   http.Post("/apply-template",
             with_body([this](const httplib::Request&, httplib::Response& res, const Json& body) {
               send_json(res, Json{{"prompt", render_chat_prompt(body, opts.limits)}});
+            }));
+}
+
+void Server::Impl::slot_routes() {
+  http.Get("/slots", [this](const httplib::Request&, httplib::Response& res) {
+    try {
+      send_json(res, slots_listing(*sched));
+    } catch (const ApiError& e) { send_error(res, e.status(), e.type(), e.what()); }
+  });
+  http.Post(R"(/slots/([^/]+))",
+            with_body([this](const httplib::Request& req, httplib::Response& res, const Json& body) {
+              send_json(res, slot_action(*sched, opts.slot_save_path, req.matches[1],
+                                         req.get_param_value("action"), body));
             }));
 }
 

@@ -65,6 +65,8 @@ struct ServerOptions {
   std::vector<std::string> allowed_hosts;  // --allowed-hosts (empty: the default, origin_policy.h)
   std::vector<std::string> cors_origins;   // --cors
   SchedulerOptions sched;
+  // --slot-save-path: the directory of POST /slots/{id}?action=save|restore files (empty: off).
+  std::string slot_save_path;
   RequestLimits limits;  // n_ctx is taken from the engine
   // Compiled grammars held by queued and running requests, all together (chat/grammar_ledger.h);
   // past it a constrained request is a 503. Each grammar alone is at most GbnfLimits::max_bytes.

@@ -114,6 +114,8 @@ MemoryPlan plan_memory(const model::Model& m, uint64_t budget, const EngineShape
   p.app = shape.app_bytes;
   p.app_what = shape.app_what;
   p.app_note = shape.app_note;
+  p.disk = shape.disk_bytes;
+  p.disk_note = shape.disk_note;
 
   // The MoE code may hold a group of experts at once (8 today) while the next layer's are read.
   p.min_slots = std::max<uint64_t>(16, 2ull * hp.n_expert_used + 8);
@@ -151,6 +153,7 @@ std::string plan_table(const MemoryPlan& p) {
       fmt::format("{} slots of {} = {:.1f}% of {} experts ({})", p.slots, format_size(p.slot_bytes),
                   100.0 * p.cache_fraction(), p.n_experts, format_size(p.experts_total)));
   row("total", p.total(), fmt::format("minimum budget {}", format_size(p.minimum_budget())));
+  if (p.disk) row("prompt disk", p.disk, p.disk_note);
   return s;
 }
 

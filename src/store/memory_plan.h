@@ -52,6 +52,9 @@ struct EngineShape {
   // matchers, one per slot, and the server-wide cap on compiled grammars).
   uint64_t app_bytes = 0;
   std::string app_what, app_note;  // the row's name and what it holds
+  // The prompt cache's disk tier: its own row, on disk and so outside the total (0: none).
+  uint64_t disk_bytes = 0;
+  std::string disk_note;
 };
 
 struct MemoryPlan {
@@ -63,6 +66,8 @@ struct MemoryPlan {
   uint64_t overhead = 0;  // code, heap, threads
   uint64_t app = 0;       // the command's own (EngineShape::app_bytes)
   std::string app_what, app_note;
+  uint64_t disk = 0;  // EngineShape::disk_bytes (not RAM: not in total())
+  std::string disk_note;
   uint64_t expert_bytes = 0;       // one expert's gate+up+down as stored
   uint64_t region[3] = {0, 0, 0};  // slot bytes for gate, up, down (largest over layers)
   uint64_t slot_bytes = 0;         // one cache slot: the three regions
