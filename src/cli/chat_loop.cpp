@@ -44,8 +44,10 @@ const char* kCommandHelp =
     "commands:\n"
     "  /help          this list\n"
     "  /reset         forget the conversation (the system prompt stays)\n"
-    "  /save FILE     write the conversation as a JSON array of messages (OpenAI shape)\n"
-    "  /load FILE     replace the conversation with one saved by /save\n"
+    "  /save FILE     write the conversation as a JSON array of messages (OpenAI shape),\n"
+    "                 and its state as FILE.k3state\n"
+    "  /load FILE     replace the conversation with one saved by /save (and its state, when\n"
+    "                 FILE.k3state is of this model: no prefill)\n"
     "  /regen         drop the last answer and generate it again\n"
     "  /exit          leave (also /quit, Ctrl-D, or Ctrl-C at an empty prompt)\n"
     "input: a line ending in \\ continues on the next; \"\"\" on a line starts and ends a block;\n"
@@ -89,6 +91,7 @@ class ChatLoop {
       return true;
     }
     printer.end();
+    chat_.autosave();
     const int extra = g_sigints.load() - base;
     const bool interrupted = st->stop == text::StopReason::Interrupted;
     if (interrupted && st->n_generated == 0) notes_.note("[stopped before the answer began]");
@@ -148,6 +151,7 @@ class ChatLoop {
         kept.push_back(m);
       }
       chat_.messages = std::move(kept);
+      chat_.autosave();
       notes_.note("[conversation cleared]");
     } else if (cmd == "/save" || cmd == "/load") {
       if (arg.empty()) notes_.error(fmt::format("{} needs a file name: {} FILE", cmd, cmd));
@@ -169,11 +173,20 @@ class ChatLoop {
   int& sig_seen() { return sig_seen_; }
 
  private:
+  // The state goes beside the JSON (FILE.k3state), so /load can skip the prefill; a state
+  // that cannot be saved costs only that.
   void save(const std::string& path) {
     try {
       save_messages(chat_.messages, path);
-      notes_.note(fmt::format("[saved {} messages to {}]", chat_.messages.size(), path));
-    } catch (const Error& e) { notes_.error(e.what()); }
+    } catch (const Error& e) {
+      notes_.error(e.what());
+      return;
+    }
+    std::string state;
+    try {
+      state = fmt::format("; its state ({} tokens) to {}.k3state", chat_.save_state(path + ".k3state"), path);
+    } catch (const std::exception& e) { state = fmt::format("; its state was not saved: {}", e.what()); }
+    notes_.note(fmt::format("[saved {} messages to {}{}]", chat_.messages.size(), path, state));
   }
   void load(const std::string& path) {
     try {
@@ -182,8 +195,19 @@ class ChatLoop {
         chat_.check_renders(msgs);
       } catch (const std::exception& e) { fail("{}: the chat template rejects it: {}", path, e.what()); }
       chat_.messages = std::move(msgs);
-      notes_.note(fmt::format("[loaded {} messages from {}]", chat_.messages.size(), path));
-    } catch (const Error& e) { notes_.error(fmt::format("{} (the conversation is unchanged)", e.what())); }
+    } catch (const Error& e) {
+      notes_.error(fmt::format("{} (the conversation is unchanged)", e.what()));
+      return;
+    }
+    chat_.autosave();
+    std::string state;
+    try {
+      state = fmt::format("; state of {} tokens restored: the next answer decodes only what is new",
+                          chat_.load_state(path + ".k3state"));
+    } catch (const std::exception& e) {
+      state = fmt::format("; the next answer reads them again ({})", e.what());
+    }
+    notes_.note(fmt::format("[loaded {} messages from {}{}]", chat_.messages.size(), path, state));
   }
   bool regen() {
     Json& msgs = chat_.messages;

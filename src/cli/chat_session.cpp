@@ -8,6 +8,7 @@
 #include "chat/prompt.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/read_file.h"
 #include "server/local_job.h"
 #include "server/responses.h"
@@ -109,6 +110,24 @@ std::optional<TurnStats> ChatSession::answer(const std::function<void(const text
 
   messages.push_back(server::assistant_message(fold));
   return st;
+}
+
+int64_t ChatSession::save_state(const std::string& path) const { return sched_.slot_save(0, path).n_tokens; }
+
+int64_t ChatSession::load_state(const std::string& path) {
+  const int64_t n = sched_.slot_restore(0, path).n_tokens;
+  context_used_ = n;
+  return n;
+}
+
+// A failure here costs only the next session's resume, so it is a warning, not an error.
+void ChatSession::autosave() const {
+  if (autosave_path.empty()) return;
+  try {
+    save_messages(messages, autosave_path);
+  } catch (const std::exception& e) {
+    log::warn("the conversation was not kept for the next session: {}", e.what());
+  }
 }
 
 // Through AtomicFile: a random temporary next to the target (never a predictable name another

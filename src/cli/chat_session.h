@@ -12,6 +12,11 @@
 // constraint that cannot be honoured. An answer stopped before its first token appends
 // nothing (its stats say n_generated 0, stop Interrupted).
 // save_messages()/load_messages(): the conversation as a file (/save, /load).
+// save_state()/load_state(): the state of the slot beside it (FILE.k3state, a state file:
+// runtime/state_file.h), so /load resumes without a prefill when the model matches; they
+// return the tokens moved and throw (k3::Error or chat::ApiError) saying why not.
+// autosave_path: where autosave() keeps the conversation after each change (k3 chat with
+// --prompt-cache-dir: the next session resumes it); empty: nowhere.
 #pragma once
 
 #include <cstdint>
@@ -67,6 +72,10 @@ class ChatSession {
   // Tokens the conversation's state holds after the last answer, and the context.
   int64_t context_used() const { return context_used_; }
   int64_t n_ctx() const;
+  int64_t save_state(const std::string& path) const;
+  int64_t load_state(const std::string& path);
+  std::string autosave_path;
+  void autosave() const;
 
  private:
   text::ChatTemplateInput input(bool generation_prompt) const;

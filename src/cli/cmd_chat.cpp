@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -22,6 +23,7 @@
 #include "cli/grammar_flags.h"
 #include "cli/open_model.h"
 #include "cli/parse_args.h"
+#include "cli/prompt_cache_flags.h"
 #include "cli/sampling_flags.h"
 #include "core/error.h"
 #include "core/read_file.h"
@@ -36,6 +38,41 @@
 namespace k3::cli {
 
 using text::Json;
+
+namespace {
+
+bool is_system(const Json& m) {
+  const std::string role = m.is_object() ? m.value("role", "") : "";
+  return role == "system" || role == "developer";
+}
+
+// With --prompt-cache-dir the conversation is kept as DIR/chat-last.json after every change,
+// and a new session with the same system prompt takes it up: its first prompt then extends
+// the last snapshot on disk, so only the last exchange and the new message are decoded.
+void resume_last_chat(ChatSession& chat, const std::string& dir) {
+  if (dir.empty()) return;
+  chat.autosave_path = dir + "/chat-last.json";
+  if (::access(chat.autosave_path.c_str(), F_OK) != 0) return;
+  try {
+    Json msgs = load_messages(chat.autosave_path);
+    size_t n_sys = 0;
+    while (n_sys < chat.messages.size() && is_system(chat.messages[n_sys])) ++n_sys;
+    const bool same = msgs.size() > n_sys && !is_system(msgs[n_sys]) &&
+                      std::equal(chat.messages.begin(), chat.messages.begin() + n_sys, msgs.begin());
+    if (!same) {
+      fmt::print(stderr, "[the last chat in {} had another system prompt: starting afresh]\n", dir);
+      return;
+    }
+    chat.check_renders(msgs);
+    chat.messages = std::move(msgs);
+    fmt::print(stderr, "[resumed the last chat in {} ({} messages); /reset starts afresh]\n", dir,
+               chat.messages.size());
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "[the last chat in {} was not resumed: {}]\n", dir, e.what());
+  }
+}
+
+}  // namespace
 
 int cmd_chat(int argc, char** argv) {
   CLI::App app{
@@ -84,6 +121,8 @@ int cmd_chat(int argc, char** argv) {
   app.add_flag("--no-color", no_color, "plain [think] markers, no ANSI colours (also NO_COLOR=1)");
   GrammarFlags grammar_flags;
   add_grammar_flags(app, grammar_flags);
+  PromptCacheFlags pc;
+  add_prompt_cache_flags(app, pc);
   if (auto rc = parse_args(app, argc, argv)) return *rc;
   if (std::string err = load_grammar_flags(grammar_flags, co.constraint); !err.empty())
     return usage_error(err);
@@ -134,6 +173,7 @@ int cmd_chat(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigint_set, nullptr);
   so.n_slots = 1;
   so.prompt_cache = !no_prompt_cache;
+  if (std::string err = apply_prompt_cache_flags(pc, so); !err.empty()) return usage_error(err);
   so.n_batch = n_ubatch;
   so.n_ubatch = n_ubatch;
   store::install_store(*m.model, mem, store::shape_of(*m.model, so.engine_options()));
@@ -151,6 +191,7 @@ int cmd_chat(int argc, char** argv) {
   try {
     chat.check_renders(chat.messages);
   } catch (const Error& e) { fail("the chat template rejects these settings: {}", e.what()); }
+  resume_last_chat(chat, so.disk_dir);
 
   fmt::print(stderr, "k3 chat: {} | context {} | seed {} | {} threads | thinking {}\n", m.name, sched.n_ctx(),
              *seed, sched.n_threads(), thinking ? "on" : "off");

@@ -7,7 +7,10 @@
 // controls through.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -79,6 +82,54 @@ TEST(ChatSession, AFollowUpResumesFromTheLastAnswersState) {
   // The previous prompt and every decoded answer token (the last one never is).
   EXPECT_EQ(b->n_cached, a->n_prompt + a->n_generated - 1);
   EXPECT_EQ(chat.messages.size(), 4u);
+}
+
+// /save writes the slot's state beside the conversation; /load in a new process (a new
+// scheduler) restores it, so the next answer decodes only what is new and is the answer the
+// first session would have given. A state of another cache type is refused with its reason.
+TEST(ChatSession, SavedStateResumesWithoutPrefill) {
+  char dir[] = "/tmp/k3-chatstate-XXXXXX";
+  ASSERT_TRUE(::mkdtemp(dir));
+  const std::string path = std::string(dir) + "/conv.json.k3state";
+  auto noop = [](const text::ParseDelta&) {};
+  auto never = [] { return false; };
+  std::string err, first_answer;
+  Json msgs;
+  int64_t saved = 0;
+  {
+    server::Scheduler sched(tiny().model, tiny().tok, one_slot());
+    ChatSession chat(sched, *tiny().tok, greedy_no_think());
+    user(chat, "hi");
+    ASSERT_TRUE(chat.answer(noop, never, err)) << err;
+    saved = chat.save_state(path);
+    EXPECT_EQ(saved, chat.context_used());
+    msgs = chat.messages;
+    user(chat, "and then?");
+    ASSERT_TRUE(chat.answer(noop, never, err)) << err;
+    first_answer = chat.messages.back().dump();
+  }
+  server::Scheduler sched(tiny().model, tiny().tok, one_slot());
+  ChatSession chat(sched, *tiny().tok, greedy_no_think());
+  chat.messages = msgs;
+  EXPECT_EQ(chat.load_state(path), saved);
+  user(chat, "and then?");
+  std::optional<TurnStats> b = chat.answer(noop, never, err);
+  ASSERT_TRUE(b) << err;
+  EXPECT_EQ(b->n_cached, saved);
+  EXPECT_EQ(chat.messages.back().dump(), first_answer);
+
+  server::SchedulerOptions f16 = one_slot();
+  f16.cache_type = model::CacheType::F16;
+  server::Scheduler other(tiny().model, tiny().tok, f16);
+  ChatSession chat16(other, *tiny().tok, greedy_no_think());
+  try {
+    chat16.load_state(path);
+    ADD_FAILURE() << "an F32 state was restored into an F16 engine";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("cache type"), std::string::npos) << e.what();
+  }
+  std::remove(path.c_str());
+  ::rmdir(dir);
 }
 
 TEST(ChatSession, AStopBeforeTheFirstTokenAppendsNothing) {
