@@ -2,8 +2,9 @@
 """The prompt cache on disk across real process deaths: `k3 serve --prompt-cache-dir` is killed
 with SIGKILL between two turns of a conversation and started again; the second turn resumes
 from the state file and answers exactly what a server that never died answers (greedy with
-an F32 cache, seeded with an F16 one). A second server on the same directory is refused, and
-`k3 chat` with the directory resumes the last session.
+an F32 cache, seeded with an F16 one). The same under `mpirun -np 2` where mpirun is installed:
+rank 0 reads the file and sends the state to rank 1 (docs/distributed.md). A second server on
+the same directory is refused, and `k3 chat` with the directory resumes the last session.
 
 usage: pcache_restart_test.py K3_BINARY
 """
@@ -28,9 +29,13 @@ def check(cond, what):
         print("FAIL:", what, file=sys.stderr)
 
 
+MPI = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,vader", "-np", "2"]
+
+
 class Server:
-    def __init__(self, *args):
-        self.p = subprocess.Popen([K3, "serve", "--port", "0", "-t", "1", "--parallel", "1", *args],
+    def __init__(self, *args, launch=()):
+        self.launch = launch
+        self.p = subprocess.Popen([*launch, K3, "serve", "--port", "0", "-t", "1", "--parallel", "1", *args],
                                   stderr=subprocess.PIPE, text=True)
         self.log = ""
         deadline = time.time() + 60
@@ -57,8 +62,10 @@ class Server:
             return float(m.group(1)) if m else -1
 
     def kill(self):
-        self.p.send_signal(signal.SIGKILL)
-        self.p.wait()
+        # mpirun killed outright would leave its ranks behind (and the directory's lock with
+        # them): it is asked to end the job instead.
+        self.p.send_signal(signal.SIGTERM if self.launch else signal.SIGKILL)
+        self.p.wait(timeout=60)
 
 
 def turns(seeded):
@@ -70,18 +77,18 @@ def turns(seeded):
     return t1, t2
 
 
-def restart_case(tmp, seeded, cache_type):
-    d = os.path.join(tmp, f"cache-{cache_type}-{seeded}")
+def restart_case(tmp, seeded, cache_type, launch=()):
+    d = os.path.join(tmp, f"cache-{cache_type}-{seeded}-{len(launch)}")
     flags = ["--cache-type", cache_type]
     t1, t2 = turns(seeded)
-    s = Server("--prompt-cache-dir", d, *flags)
+    s = Server("--prompt-cache-dir", d, *flags, launch=launch)
     s.post("/v1/chat/completions", t1)
     for _ in range(250):  # the writer thread; SIGKILL must not find it half done for this test
         if s.metric("k3_prompt_cache_disk_writes_total") >= 1:
             break
         time.sleep(0.02)
     s.kill()
-    s = Server("--prompt-cache-dir", d, *flags)
+    s = Server("--prompt-cache-dir", d, *flags, launch=launch)
     b = s.post("/v1/chat/completions", t2)
     check(b["usage"]["prompt_tokens_details"]["cached_tokens"] > 10, f"{cache_type}: turn 2 did not resume: {b['usage']}")
     check(s.metric("k3_prompt_cache_disk_hits_total") == 1, f"{cache_type}: no disk hit")
@@ -91,7 +98,7 @@ def restart_case(tmp, seeded, cache_type):
     c = ref.post("/v1/chat/completions", t2)
     ref.kill()
     check(b["choices"] == c["choices"], f"{cache_type}: the answer after a restart differs: {b['choices']} vs {c['choices']}")
-    print(f"restart {cache_type} {'seeded' if seeded else 'greedy'}: cached {b['usage']['prompt_tokens_details']['cached_tokens']}, same answer")
+    print(f"restart {cache_type} {'seeded' if seeded else 'greedy'}{' mpirun -np 2' if launch else ''}: cached {b['usage']['prompt_tokens_details']['cached_tokens']}, same answer")
 
 
 def two_servers(tmp):
@@ -116,6 +123,8 @@ tmp = tempfile.mkdtemp(prefix="k3-pcache-e2e-")
 try:
     restart_case(tmp, False, "f32")
     restart_case(tmp, True, "f16")
+    if shutil.which("mpirun"):
+        restart_case(tmp, False, "f16", MPI)
     two_servers(tmp)
     chat_resumes(tmp)
 finally:
