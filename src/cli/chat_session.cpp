@@ -114,10 +114,19 @@ std::optional<TurnStats> ChatSession::answer(const std::function<void(const text
 
 int64_t ChatSession::save_state(const std::string& path) const { return sched_.slot_save(0, path).n_tokens; }
 
+// The state is kept only when its tokens start this conversation's next prompt (the file
+// beside an edited JSON may not): a state the next answer could not use would only hide that
+// it prefills.
 int64_t ChatSession::load_state(const std::string& path) {
-  const int64_t n = sched_.slot_restore(0, path).n_tokens;
-  context_used_ = n;
-  return n;
+  server::SlotFileResult r = sched_.slot_restore(0, path);
+  const std::vector<int32_t> next =
+      chat::tokenize_chat(tok_, text::render_chat_segments(input(true)), {}).tokens;
+  if (r.tokens.size() > next.size() || !std::equal(r.tokens.begin(), r.tokens.end(), next.begin())) {
+    sched_.slot_erase(0);
+    fail("{}: its {} tokens do not start this conversation", path, r.tokens.size());
+  }
+  context_used_ = r.n_tokens;
+  return r.n_tokens;
 }
 
 // A failure here costs only the next session's resume, so it is a warning, not an error.

@@ -176,7 +176,9 @@ int cmd_chat(int argc, char** argv) {
   if (std::string err = apply_prompt_cache_flags(pc, so); !err.empty()) return usage_error(err);
   so.n_batch = n_ubatch;
   so.n_ubatch = n_ubatch;
-  store::install_store(*m.model, mem, store::shape_of(*m.model, so.engine_options()));
+  store::EngineShape shape = store::shape_of(*m.model, so.engine_options());
+  disk_plan_row(so, shape);
+  store::install_store(*m.model, mem, shape);
   server::Scheduler sched(m.model, m.tok, so);
   ChatSession chat(sched, *m.tok, co);
   try {  // a grammar, schema or strict tool that cannot be honoured is refused before the chat starts

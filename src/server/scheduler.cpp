@@ -723,6 +723,7 @@ SlotFileResult Scheduler::slot_restore(int id, const std::string& path) {
   }
   SlotFileResult r;
   r.n_tokens = static_cast<int64_t>(saved->tokens.size());
+  r.tokens = saved->tokens;
   r.n_bytes = saved->info.file_bytes;
   on_scheduler<int>([this, id, saved](std::vector<Slot>& slots) {
     Slot& s = free_slot(slots, id);

@@ -115,6 +115,7 @@ struct SlotInfo {
 // What a slot save or restore moved.
 struct SlotFileResult {
   int64_t n_tokens = 0;
+  std::vector<int32_t> tokens;  // slot_restore: the tokens the slot now holds
   uint64_t n_bytes = 0;
   double ms = 0;
 };

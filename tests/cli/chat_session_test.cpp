@@ -118,6 +118,17 @@ TEST(ChatSession, SavedStateResumesWithoutPrefill) {
   EXPECT_EQ(b->n_cached, saved);
   EXPECT_EQ(chat.messages.back().dump(), first_answer);
 
+  // The same file beside a conversation it did not come from: refused, not silently unused.
+  ChatSession edited(sched, *tiny().tok, greedy_no_think());
+  edited.messages = msgs;
+  edited.messages[0]["content"] = "hello";
+  try {
+    edited.load_state(path);
+    ADD_FAILURE() << "a state was kept for a conversation it does not start";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("do not start this conversation"), std::string::npos) << e.what();
+  }
+
   server::SchedulerOptions f16 = one_slot();
   f16.cache_type = model::CacheType::F16;
   server::Scheduler other(tiny().model, tiny().tok, f16);
