@@ -528,7 +528,6 @@ std::string Server::Impl::metrics_text() {
          static_cast<double>(s.requests_failed));
   metric("requests_cancelled_total", "counter", "Generations abandoned by their client.",
          static_cast<double>(s.requests_cancelled));
-  // The streaming expert store's telemetry (k3 serve --ram-budget; docs/expert-store.md).
   if (s.disk) {  // the prompt cache's disk tier (--prompt-cache-dir)
     const DiskCacheStats& d = s.disk_stats;
     metric("prompt_cache_disk_hits_total", "counter", "Admissions restored from a disk entry.",
@@ -552,6 +551,7 @@ std::string Server::Impl::metrics_text() {
     metric("prompt_cache_disk_entries", "gauge", "State files on disk.", static_cast<double>(d.entries));
     metric("prompt_cache_disk_bytes", "gauge", "Bytes of state files on disk.", static_cast<double>(d.bytes));
   }
+  // The streaming expert store's telemetry (k3 serve --ram-budget; docs/expert-store.md).
   if (const store::ExpertStore* xs = store::find_store(*model)) {
     const store::StoreStats e = xs->stats();
     metric("expert_bytes_read_total", "counter", "Bytes of routed experts read from disk.",

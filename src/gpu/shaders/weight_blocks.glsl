@@ -80,21 +80,33 @@ float block_dot(uint o, uint xo) {
   return block_scale(o) * s;
 }
 
-#elif defined(W_Q4_K)
+#elif defined(W_Q4_K) || defined(W_Q5_K)
+// Q4_K: d, dmin, 12 scale bytes, 128 nibble bytes. Q5_K adds the 32 bytes of fifth bits (qh)
+// before the nibbles.
 #define BLOCK_ELEMS 256u
+#if defined(W_Q4_K)
 #define BLOCK_BYTES 144u
+#define QS_AT 16u
+#else
+#define BLOCK_BYTES 176u
+#define QS_AT 48u
+#endif
 float block_dot(uint o, uint xo) {
   const float d = w_f16(o), dmin = w_f16(o + 2u);
   float total = 0.0;
   for (uint sb = 0u; sb < 8u; ++sb) {  // 32-element sub-blocks; chunk sb/2, nibble sb%2
     float sc, m;
     scale_min(o, sb, sc, m);
-    const uint qs = o + 16u + 32u * (sb / 2u);
+    const uint qs = o + QS_AT + 32u * (sb / 2u);
     const uint shift = 4u * (sb % 2u);
     float dot = 0.0, xs = 0.0;
     for (uint l = 0u; l < 32u; ++l) {
       const float xv = x[xo + 32u * sb + l];
-      dot += float((w_u8(qs + l) >> shift) & 15u) * xv;
+      uint q = (w_u8(qs + l) >> shift) & 15u;
+#if defined(W_Q5_K)
+      q += 16u * ((w_u8(o + 16u + l) >> sb) & 1u);
+#endif
+      dot += float(q) * xv;
       xs += xv;
     }
     total += d * sc * dot - dmin * m * xs;
@@ -163,30 +175,6 @@ float block_dot(uint o, uint xo) {
       dot += float(int(q2_level(o + 32u, e)) - (h != 0u ? 0 : 4)) * x[xo + e];
     }
     total += d * float(q3_scale(o + 96u, g)) * dot;
-  }
-  return total;
-}
-
-#elif defined(W_Q5_K)
-#define BLOCK_ELEMS 256u
-#define BLOCK_BYTES 176u
-float block_dot(uint o, uint xo) {
-  const float d = w_f16(o), dmin = w_f16(o + 2u);
-  float total = 0.0;
-  for (uint sb = 0u; sb < 8u; ++sb) {
-    float sc, m;
-    scale_min(o, sb, sc, m);
-    const uint qs = o + 48u + 32u * (sb / 2u);
-    const uint shift = 4u * (sb % 2u);
-    float dot = 0.0, xs = 0.0;
-    for (uint l = 0u; l < 32u; ++l) {
-      const uint e = 32u * sb + l;
-      const float xv = x[xo + e];
-      const uint q = ((w_u8(qs + l) >> shift) & 15u) + 16u * ((w_u8(o + 16u + l) >> sb) & 1u);
-      dot += float(q) * xv;
-      xs += xv;
-    }
-    total += d * sc * dot - dmin * m * xs;
   }
   return total;
 }
