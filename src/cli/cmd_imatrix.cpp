@@ -46,7 +46,14 @@ int cmd_imatrix(int argc, char** argv) {
   app.add_option("-t,--threads", opt.n_threads, "worker threads (0: machine default)");
   bool no_progress = false;
   app.add_flag("--no-progress", no_progress, "no progress bar on stderr");
+  // Hidden: -ngl is every model command's flag, and imatrix says why it takes none.
+  std::string gpu_layers;
+  app.add_option("--n-gpu-layers", gpu_layers, "")->group("");
   if (auto rc = parse_args(app, argc, argv)) return *rc;
+  if (!gpu_layers.empty())
+    return usage_error(
+        "-ngl: k3 imatrix collects every product's input activations on the CPU; run it without -ngl "
+        "(docs/gpu.md)");
   if (int(!text_file.empty()) + int(!tokens_file.empty()) + int(!chat_file.empty()) != 1) {
     return usage_error("give exactly one of -f, --tokens-file or --chat");
   }

@@ -199,6 +199,13 @@ TEST_F(Cli, GpuFlagErrorsAreClear) {
   Result dev = k3("run -ngl 1 -dev Vulkanx -p hi");
   EXPECT_EQ(dev.rc, 2);
   EXPECT_NE(dev.err.find("--device takes N or VulkanN"), std::string::npos) << dev.err;
+  // imatrix observes every product's input on the CPU: it says so instead of ignoring -ngl.
+  Result im =
+      k3("imatrix -ngl 1 -m '" + std::string(K3_TEST_DATA_DIR) + "/golden/small-q8_0.gguf' --tokens-file '" +
+         std::string(K3_TEST_DATA_DIR) + "/golden/small-q8_0.tokens' -o '" + path("im.gguf") + "'");
+  EXPECT_EQ(im.rc, 2);
+  EXPECT_NE(im.err.find("k3 imatrix collects every product's input"), std::string::npos) << im.err;
+  EXPECT_FALSE(fs::exists(path("im.gguf")));
   Result list = k3("--list-devices");
   if (list.out.find("Vulkan0") == std::string::npos) return;  // no device: the rest needs one
   Result far = k3("run -ngl all --device 9 -p hi");
