@@ -11,70 +11,47 @@
 #include "gpu/matrix.h"
 #include "model/gpu_products.h"
 #include "model/model.h"
+#include "model/schema.h"
 
 namespace k3::model {
 
 namespace {
 
-// The matrices of layer il that run as products (vectors stay on the CPU with the
-// element-wise work).
-void for_each_layer_matrix(const LayerWeights& lw,
-                           const std::function<void(const WeightView&, const char*)>& fn) {
-  const KdaWeights& k = lw.kda;
-  for (auto [w, name] : {std::pair{&k.wq, "attn_q"},
-                         {&k.wk, "attn_k"},
-                         {&k.wv, "attn_v"},
-                         {&k.f_a, "ssm_f_a"},
-                         {&k.f_b, "ssm_f_b"},
-                         {&k.beta, "ssm_beta"},
-                         {&k.g, "ssm_g"},
-                         {&k.out, "attn_out"}})
-    if (w->data) fn(*w, name);
-  const MlaWeights& m = lw.mla;
-  for (auto [w, name] : {std::pair{&m.q_a, "attn_q_a"},
-                         {&m.q_b, "attn_q_b"},
-                         {&m.q, "attn_q"},
-                         {&m.kv_a, "attn_kv_a_mqa"},
-                         {&m.k_b, "attn_k_b"},
-                         {&m.v_b, "attn_v_b"},
-                         {&m.gate, "attn_gate"},
-                         {&m.out, "attn_output"}})
-    if (w->data) fn(*w, name);
-  for (auto [w, name] : {std::pair{&lw.dense.gate, "ffn_gate"},
-                         {&lw.dense.up, "ffn_up"},
-                         {&lw.dense.down, "ffn_down"},
-                         {&lw.moe.router, "ffn_gate_inp"},
-                         {&lw.moe.routed_down, "ffn_latent_down"},
-                         {&lw.moe.routed_up, "ffn_latent_up"},
-                         {&lw.moe.shared.gate, "ffn_gate_shexp"},
-                         {&lw.moe.shared.up, "ffn_up_shexp"},
-                         {&lw.moe.shared.down, "ffn_down_shexp"}})
-    if (w->data) fn(*w, name);
-}
-
 uint64_t bytes_of(const WeightView& w, int64_t rows) { return static_cast<uint64_t>(w.row_stride) * rows; }
 
-// The stacked gate/up/down tensors of layer il's routed experts, when the source holds them in
-// place (expert e's rows right after expert e-1's): expert 0's views and the stack's rows.
+// The stacked gate/up/down tensors of layer il's routed experts (schema::kExpertTensors order),
+// when the source holds them in place (expert e's rows right after expert e-1's): expert 0's
+// views, the first slice of each stack of n_expert · rows rows.
 struct ExpertStack {
-  ExpertWeights first;
+  WeightView first[3];
+  int64_t stack_rows[3] = {0, 0, 0};
   bool in_place = false;
+  uint64_t bytes() const {
+    uint64_t b = 0;
+    for (int k = 0; k < 3; ++k) b += bytes_of(first[k], stack_rows[k]);
+    return b;
+  }
 };
 
 ExpertStack expert_stack(const Model& model, uint32_t il) {
   const HParams& hp = model.hparams();
-  ExpertStack s;
   ExpertSource& src = model.experts();
-  s.first = src.acquire(il, 0);
+  const ExpertWeights e0 = src.acquire(il, 0);
   src.release(il, 0);
-  if (hp.n_expert < 2) return s.in_place = true, s;
-  const ExpertWeights second = src.acquire(il, 1);
+  ExpertStack s;
+  s.first[0] = e0.gate;
+  s.first[1] = e0.up;
+  s.first[2] = e0.down;
+  for (int k = 0; k < 3; ++k) s.stack_rows[k] = s.first[k].rows * hp.n_expert;
+  s.in_place = true;
+  if (hp.n_expert < 2) return s;
+  const ExpertWeights e1 = src.acquire(il, 1);
   src.release(il, 1);
-  auto follows = [](const WeightView& a, const WeightView& b) {
-    return static_cast<const uint8_t*>(b.data) == static_cast<const uint8_t*>(a.data) + a.row_stride * a.rows;
-  };
-  s.in_place = follows(s.first.gate, second.gate) && follows(s.first.up, second.up) &&
-               follows(s.first.down, second.down);
+  const WeightView second[3] = {e1.gate, e1.up, e1.down};
+  for (int k = 0; k < 3; ++k)
+    s.in_place = s.in_place &&
+                 static_cast<const uint8_t*>(second[k].data) ==
+                     static_cast<const uint8_t*>(s.first[k].data) + s.first[k].row_stride * s.first[k].rows;
   return s;
 }
 
@@ -98,15 +75,13 @@ GpuPlan plan_gpu(const Model& model, const GpuPlacement& p) {
     if (!layer_placed(model, p, il)) break;
     uint64_t bytes = 0;
     for_each_layer_matrix(W.layers[il],
-                          [&](const WeightView& w, const char*) { bytes += bytes_of(w, w.rows); });
+                          [&](const WeightView& w, schema::Tensor) { bytes += bytes_of(w, w.rows); });
     plan.trunk_bytes += bytes;
     ++plan.layers;
     if (experts_placed(model, p, il)) {
       const ExpertStack s = expert_stack(model, il);
       if (s.in_place) {
-        const uint64_t e = bytes_of(s.first.gate, s.first.gate.rows * hp.n_expert) +
-                           bytes_of(s.first.up, s.first.up.rows * hp.n_expert) +
-                           bytes_of(s.first.down, s.first.down.rows * hp.n_expert);
+        const uint64_t e = s.bytes();
         plan.expert_bytes += e;
         bytes += e;
         ++plan.expert_layers;
@@ -159,20 +134,19 @@ std::string place_on_gpu(Model& model, const GpuPlacement& p) {
   const Weights& W = model.weights();
   std::vector<const void*> placed_trunk;
   for (uint32_t il = 0; il < plan.layers; ++il) {
-    for_each_layer_matrix(W.layers[il], [&](const WeightView& w, const char* name) {
-      products->add(w, w.rows, fmt::format("blk.{}.{}", il, name));
+    for_each_layer_matrix(W.layers[il], [&](const WeightView& w, schema::Tensor t) {
+      products->add(w, w.rows, schema::tensor_name(t, il));
       placed_trunk.push_back(w.data);
     });
     if (experts_placed(model, p, il)) {
       const ExpertStack s = expert_stack(model, il);
       if (!s.in_place) continue;
-      products->add(s.first.gate, s.first.gate.rows * hp.n_expert, fmt::format("blk.{}.ffn_gate_exps", il));
-      products->add(s.first.up, s.first.up.rows * hp.n_expert, fmt::format("blk.{}.ffn_up_exps", il));
-      products->add(s.first.down, s.first.down.rows * hp.n_expert, fmt::format("blk.{}.ffn_down_exps", il));
+      for (int k = 0; k < 3; ++k)
+        products->add(s.first[k], s.stack_rows[k], schema::tensor_name(schema::kExpertTensors[k], il));
     }
   }
   if (plan.head) {
-    products->add(W.output, W.output.rows, "output");
+    products->add(W.output, W.output.rows, schema::tensor_name(schema::Tensor::Output));
     placed_trunk.push_back(W.output.data);
   }
   const std::string lines = fmt::format(

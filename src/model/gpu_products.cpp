@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "core/assert.h"
 #include "core/error.h"
 
 namespace k3::model {
@@ -39,27 +40,27 @@ const GpuProducts::Entry* GpuProducts::find(const kernels::WeightView& w) const 
   return &e;
 }
 
+// What one round trip's activations, and its results, may take: one binding, at most kIoBytes (what
+// the VRAM plan set aside), on the 256-byte offsets run_group places them at.
+size_t GpuProducts::io_limit() const {
+  return std::min<size_t>(dev_->info().max_binding_bytes, kIoBytes) & ~size_t{255};
+}
+
 bool GpuProducts::run(const kernels::WeightView& w, const float* x, int64_t n_tok, float* y, int64_t x_stride,
                       int64_t y_stride) const {
-  const Entry* e = find(w);
-  if (!e) return false;
+  if (!find(w)) return false;
   if (x_stride < 0) x_stride = w.cols;
   if (y_stride < 0) y_stride = w.rows;
-  const int64_t first_row =
-      (static_cast<const uint8_t*>(w.data) - e->begin) / static_cast<ptrdiff_t>(e->row_stride);
-  // Tokens per round trip: the activations and the results of one round each fit one binding,
-  // and kIoBytes, so that the device-side buffers stay within what the VRAM plan set aside.
-  const size_t limit = std::min<size_t>(dev_->info().max_binding_bytes, kIoBytes);
-  const int64_t per = std::max<int64_t>(
-      1, std::min<int64_t>({n_tok, 65535, static_cast<int64_t>(limit / (static_cast<size_t>(w.cols) * 4)),
-                            static_cast<int64_t>(limit / (static_cast<size_t>(w.rows) * 4))}));
-  std::lock_guard lock(mutex_);
-  const auto start = std::chrono::steady_clock::now();
-  for (int64_t t0 = 0; t0 < n_tok; t0 += per)
-    run_tokens(*e, w, first_row, x + t0 * x_stride, std::min(per, n_tok - t0), y + t0 * y_stride, x_stride,
-               y_stride);
-  seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  bytes_read_ += static_cast<uint64_t>(w.rows) * e->m.row_bytes;
+  // Tokens per round trip: as many as the buffers take.
+  const size_t row_in = static_cast<size_t>(w.cols) * 4, row_out = static_cast<size_t>(w.rows) * 4;
+  const int64_t per = static_cast<int64_t>(std::min(io_limit() / row_in, io_limit() / row_out));
+  if (per < 1)
+    fail("a product of {} x {} has rows too wide for the GPU's activation buffers", w.rows, w.cols);
+  for (int64_t t0 = 0; t0 < n_tok; t0 += per) {
+    const Product p{&w, x + t0 * x_stride, std::min(per, n_tok - t0), y + t0 * y_stride, x_stride, y_stride};
+    const bool ran = run_group({&p, 1});
+    K3_ASSERT(ran, "a round of `per` tokens fits the buffers by construction");
+  }
   return true;
 }
 
@@ -73,28 +74,6 @@ void GpuProducts::grow_io(size_t in_bytes, size_t out_bytes) const {
   };
   grow(io_in_, dev_in_, in_bytes, "activations in");
   grow(io_out_, dev_out_, out_bytes, "products out");
-}
-
-void GpuProducts::run_tokens(const Entry& e, const kernels::WeightView& w, int64_t first_row, const float* x,
-                             int64_t n_tok, float* y, int64_t x_stride, int64_t y_stride) const {
-  const size_t in_bytes = static_cast<size_t>(n_tok * w.cols) * 4,
-               out_bytes = static_cast<size_t>(n_tok * w.rows) * 4;
-  grow_io(in_bytes, out_bytes);
-  auto* in = static_cast<float*>(io_in_.mapped());
-  for (int64_t t = 0; t < n_tok; ++t)
-    std::memcpy(in + t * w.cols, x + t * x_stride, static_cast<size_t>(w.cols) * 4);
-  rec_->copy(io_in_, 0, dev_in_, 0, in_bytes);
-  // Bound to the bytes of this round: the buffers may have grown past the binding limit.
-  gpu::record_matvec(*rec_, e.m, {&dev_in_, 0, in_bytes}, static_cast<size_t>(w.cols),
-                     {&dev_out_, 0, out_bytes}, static_cast<size_t>(w.rows), static_cast<uint32_t>(n_tok),
-                     first_row, w.rows);
-  rec_->copy(dev_out_, 0, io_out_, 0, out_bytes);
-  dev_->submit(*rec_);
-  const auto* out = static_cast<const float*>(io_out_.mapped());
-  for (int64_t t = 0; t < n_tok; ++t)
-    std::memcpy(y + t * y_stride, out + t * w.rows, static_cast<size_t>(w.rows) * 4);
-  ++products_;
-  ++round_trips_;
 }
 
 bool GpuProducts::run_group(std::span<const Product> group) const {
@@ -124,8 +103,7 @@ bool GpuProducts::run_group(std::span<const Product> group) const {
     placed.push_back({e, in_at, out_bytes});
     out_bytes += align(static_cast<size_t>(p.n_tok * p.w->rows) * 4);
   }
-  const size_t limit = std::min<size_t>(dev_->info().max_binding_bytes, kIoBytes);
-  if (in_bytes > limit || out_bytes > limit) return false;
+  if (in_bytes > io_limit() || out_bytes > io_limit()) return false;
   std::lock_guard lock(mutex_);
   const auto start = std::chrono::steady_clock::now();
   grow_io(in_bytes, out_bytes);

@@ -4,7 +4,7 @@
 // takes any product whose weight rows lie inside an uploaded matrix (the whole matrix, or a
 // slice: one expert's rows, one rank's rows) and computes it on the device, float32 sums over
 // float32 activations (gpu/matrix.h); it returns false for weights that are not there. Thread-
-// safe: one product at a time per device.
+// safe: one round trip at a time per device.
 // What this is not yet: the layer's element-wise work (norms, AttnRes, KDA, MLA attention, the
 // router) stays on the CPU, so each product is one host round trip (docs/gpu.md says what
 // that costs and what comes next).
@@ -71,9 +71,8 @@ class GpuProducts {
     gpu::Matrix m;
   };
   const Entry* find(const kernels::WeightView& w) const;
+  size_t io_limit() const;
   void grow_io(size_t in_bytes, size_t out_bytes) const;
-  void run_tokens(const Entry& e, const kernels::WeightView& w, int64_t first_row, const float* x,
-                  int64_t n_tok, float* y, int64_t x_stride, int64_t y_stride) const;
   std::unique_ptr<gpu::Device> dev_;
   std::vector<Entry> entries_;  // sorted by begin
   uint64_t weight_bytes_ = 0, trunk_bytes_ = 0;

@@ -109,9 +109,6 @@ void Matmul::batch(std::span<const kernels::MatmulJob> jobs) const {
   }
 }
 
-// Each job's rows [r0, r1) of this rank, computed into one packed block (job by job, token by
-// token), one all-gather of the blocks of all ranks, and every rank's rows copied to their
-// place in each job's output. The buffers are this thread's, reused from call to call.
 // The jobs whose weights are on the GPU run there, as one round trip where the group fits its
 // buffers (else one by one): a gate/up pair is two products, then the activation on the CPU. The
 // rest run as one CPU batch.
@@ -151,6 +148,9 @@ void Matmul::batch_split_by_device(std::span<const kernels::MatmulJob> jobs) con
   host.batch(cpu);
 }
 
+// Each job's rows [r0, r1) of this rank, computed into one packed block (job by job, token by
+// token), one all-gather of the blocks of all ranks, and every rank's rows copied to their
+// place in each job's output. The buffers are this thread's, reused from call to call.
 void Matmul::split_by_rows(std::span<const kernels::MatmulJob> jobs) const {
   const int N = collective->size(), me = collective->rank();
   thread_local std::vector<kernels::MatmulJob> mine;

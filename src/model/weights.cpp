@@ -186,31 +186,45 @@ Weights bind_weights(const gguf::GgufFile& f, const HParams& hp) {
 
 namespace {
 
-// One walk for both constnesses (W is Weights or const Weights).
+// One walk of a layer's bound matrices for both constnesses (L is LayerWeights or const
+// LayerWeights): fn(view, its schema entry).
+template <class L, class Fn>
+void walk_layer(L& l, const Fn& fn) {
+  auto visit = [&](auto& v, Tensor t) {
+    if (v.data) fn(v, t);
+  };
+  visit(l.kda.wq, Tensor::KdaQ);
+  visit(l.kda.wk, Tensor::KdaK);
+  visit(l.kda.wv, Tensor::KdaV);
+  visit(l.kda.f_a, Tensor::KdaFA);
+  visit(l.kda.f_b, Tensor::KdaFB);
+  visit(l.kda.beta, Tensor::KdaBeta);
+  visit(l.kda.g, Tensor::KdaG);
+  visit(l.kda.out, Tensor::KdaOutput);
+  visit(l.mla.q_a, Tensor::MlaQA);
+  visit(l.mla.q_b, Tensor::MlaQB);
+  visit(l.mla.q, Tensor::MlaQ);
+  visit(l.mla.kv_a, Tensor::MlaKvAMqa);
+  visit(l.mla.k_b, Tensor::MlaKB);
+  visit(l.mla.v_b, Tensor::MlaVB);
+  visit(l.mla.gate, Tensor::MlaGate);
+  visit(l.mla.out, Tensor::MlaOutput);
+  visit(l.dense.gate, Tensor::FfnGate);
+  visit(l.dense.up, Tensor::FfnUp);
+  visit(l.dense.down, Tensor::FfnDown);
+  visit(l.moe.router, Tensor::Router);
+  visit(l.moe.routed_down, Tensor::RoutedDown);
+  visit(l.moe.routed_up, Tensor::RoutedUp);
+  visit(l.moe.shared.gate, Tensor::ShexpGate);
+  visit(l.moe.shared.up, Tensor::ShexpUp);
+  visit(l.moe.shared.down, Tensor::ShexpDown);
+}
+
+// W is Weights or const Weights.
 template <class W, class Fn>
 void walk_streamed(W& w, const Fn& fn) {
-  auto visit = [&](auto& v) {
-    if (v.data) fn(v);
-  };
-  auto ffn = [&](auto& f) {
-    visit(f.gate);
-    visit(f.up);
-    visit(f.down);
-  };
-  visit(w.output);
-  for (auto& l : w.layers) {
-    for (auto* v :
-         {&l.kda.wq, &l.kda.wk, &l.kda.wv, &l.kda.f_a, &l.kda.f_b, &l.kda.beta, &l.kda.g, &l.kda.out})
-      visit(*v);
-    for (auto* v :
-         {&l.mla.q_a, &l.mla.q_b, &l.mla.q, &l.mla.kv_a, &l.mla.k_b, &l.mla.v_b, &l.mla.gate, &l.mla.out})
-      visit(*v);
-    ffn(l.dense);
-    visit(l.moe.router);
-    visit(l.moe.routed_down);
-    visit(l.moe.routed_up);
-    ffn(l.moe.shared);
-  }
+  if (w.output.data) fn(w.output);
+  for (auto& l : w.layers) walk_layer(l, [&](auto& v, Tensor) { fn(v); });
 }
 
 }  // namespace
@@ -221,6 +235,11 @@ void for_each_streamed_matrix(Weights& w, const std::function<void(WeightView&)>
 
 void for_each_streamed_matrix(const Weights& w, const std::function<void(const WeightView&)>& fn) {
   walk_streamed(w, fn);
+}
+
+void for_each_layer_matrix(const LayerWeights& l,
+                           const std::function<void(const WeightView&, schema::Tensor)>& fn) {
+  walk_layer(l, fn);
 }
 
 }  // namespace k3::model

@@ -42,6 +42,9 @@ class GgufFile;
 namespace k3::model {
 
 struct HParams;
+namespace schema {
+enum class Tensor : uint8_t;  // model/schema.h
+}
 using kernels::WeightView;
 
 struct KdaWeights {
@@ -110,5 +113,9 @@ Weights bind_weights(const gguf::GgufFile& file, const HParams& hp);
 // token_embd (one row per token is read, so it stays where it is).
 void for_each_streamed_matrix(Weights& w, const std::function<void(WeightView&)>& fn);
 void for_each_streamed_matrix(const Weights& w, const std::function<void(const WeightView&)>& fn);
+// The same walk over one layer's matrices, each with its schema entry (schema::tensor_name names
+// it): what k3 -ngl places on the GPU (model/gpu_placement.h).
+void for_each_layer_matrix(const LayerWeights& l,
+                           const std::function<void(const WeightView&, schema::Tensor)>& fn);
 
 }  // namespace k3::model
