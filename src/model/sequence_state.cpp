@@ -50,6 +50,12 @@ std::vector<std::pair<void*, size_t>> SequenceState::chunks() {
   return out;
 }
 
+std::vector<std::pair<const void*, size_t>> SequenceState::chunks() const {
+  // The same walk; chunks() itself changes nothing.
+  const std::vector<std::pair<void*, size_t>> w = const_cast<SequenceState*>(this)->chunks();
+  return {w.begin(), w.end()};
+}
+
 namespace {
 size_t row_width(const HParams& hp) { return static_cast<size_t>(hp.kv_lora_rank) + hp.n_rot; }
 }  // namespace

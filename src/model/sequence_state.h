@@ -55,8 +55,10 @@ class SequenceState {
   // Bytes allocated now (the capacity of the cache rows plus the fixed KDA state).
   size_t bytes() const;
 
-  // The state's memory as (pointer, bytes) pieces, in the order saved files use.
+  // The state's memory as (pointer, bytes) pieces, in the order saved files use: to fill (a
+  // reader) or to read (a writer).
   std::vector<std::pair<void*, size_t>> chunks();
+  std::vector<std::pair<const void*, size_t>> chunks() const;
   // Sizes this state for n tokens: n_past = n and n rows of zeros per MLA layer (reserving
   // max_rows first, as the forward pass would).
   void set_rows(const HParams& hp, int64_t n);

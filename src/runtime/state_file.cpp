@@ -124,7 +124,7 @@ uint64_t token_chain(std::span<const int32_t> tokens) {
   return h;
 }
 
-uint64_t write_state_file(const std::string& path, const StateTarget& t, model::SequenceState& st,
+uint64_t write_state_file(const std::string& path, const StateTarget& t, const model::SequenceState& st,
                           std::span<const int32_t> tokens, const std::string& owner) {
   if (st.n_past() != static_cast<int64_t>(tokens.size()))
     fail("{}: the state holds {} tokens, the token list {}", path, st.n_past(), tokens.size());

@@ -62,7 +62,7 @@ uint64_t token_chain(std::span<const int32_t> tokens);
 // Writes `st` (which holds exactly `tokens`) with its tokens and owner; returns the bytes
 // written. Throws k3::Error (disk full, no permission…), leaving no file at `path`'s name
 // changed.
-uint64_t write_state_file(const std::string& path, const StateTarget& t, model::SequenceState& st,
+uint64_t write_state_file(const std::string& path, const StateTarget& t, const model::SequenceState& st,
                           std::span<const int32_t> tokens, const std::string& owner);
 StateFileInfo read_state_header(const std::string& path, const StateTarget& t);
 // max_rows: the engine's context, reserved for the cache as the engine would.

@@ -198,9 +198,7 @@ void DiskCache::write_one(Write& w) {
   const auto t0 = std::chrono::steady_clock::now();
   uint64_t n = 0;
   try {
-    // The writer only reads the state; chunks() is not const because the reader fills it.
-    n = runtime::write_state_file(dir_ + "/" + name, target_, const_cast<model::SequenceState&>(*w.state),
-                                  w.tokens, w.owner);
+    n = runtime::write_state_file(dir_ + "/" + name, target_, *w.state, w.tokens, w.owner);
   } catch (const std::exception& e) {
     log::warn("prompt cache: not saved to disk: {}", e.what());
     std::lock_guard<std::mutex> lk(mu_);

@@ -700,8 +700,7 @@ SlotFileResult Scheduler::slot_save(int id, const std::string& path) {
   std::string err;
   try {
     model::SequenceState empty(engine_->model().hparams(), opts_.cache_type);
-    auto* st = const_cast<model::SequenceState*>(h.st ? h.st : &empty);  // read only (state_file.h)
-    r.n_bytes = runtime::write_state_file(path, target_, *st, h.tokens, h.owner);
+    r.n_bytes = runtime::write_state_file(path, target_, h.st ? *h.st : empty, h.tokens, h.owner);
     r.n_tokens = static_cast<int64_t>(h.tokens.size());
   } catch (const std::exception& e) { err = e.what(); }
   on_scheduler<int>([id](std::vector<Slot>& slots) {

@@ -73,8 +73,7 @@ void check_round_trip(std::shared_ptr<const model::Model> m, std::vector<int32_t
   feed(a, head);
   TempDir dir;
   const std::string path = dir.path + "/s.k3state";
-  const uint64_t n = runtime::write_state_file(
-      path, target_of(a), const_cast<model::SequenceState&>(*a.seq_state(0)), head, "alice");
+  const uint64_t n = runtime::write_state_file(path, target_of(a), *a.seq_state(0), head, "alice");
   struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(static_cast<uint64_t>(st.st_size), n);
@@ -143,8 +142,7 @@ struct Saved {
     const auto toks = golden_tokens("tiny10-base");
     feed(*e, toks);
     path = dir.path + "/s.k3state";
-    runtime::write_state_file(path, target_of(*e), const_cast<model::SequenceState&>(*e->seq_state(0)), toks,
-                              "");
+    runtime::write_state_file(path, target_of(*e), *e->seq_state(0), toks, "");
   }
   std::string bytes() const {
     std::ifstream f(path, std::ios::binary);
