@@ -15,6 +15,7 @@
 #include <string>
 
 #include "cli/answer_printer.h"
+#include "common/temp_dir.h"
 #include "cli/chat_session.h"
 #include "model/model.h"
 #include "server/scheduler.h"
@@ -88,9 +89,8 @@ TEST(ChatSession, AFollowUpResumesFromTheLastAnswersState) {
 // scheduler) restores it, so the next answer decodes only what is new and is the answer the
 // first session would have given. A state of another cache type is refused with its reason.
 TEST(ChatSession, SavedStateResumesWithoutPrefill) {
-  char dir[] = "/tmp/k3-chatstate-XXXXXX";
-  ASSERT_TRUE(::mkdtemp(dir));
-  const std::string path = std::string(dir) + "/conv.json.k3state";
+  const k3::test::TempDir dir("k3-chatstate");
+  const std::string path = dir.path + "/conv.json.k3state";
   auto noop = [](const text::ParseDelta&) {};
   auto never = [] { return false; };
   std::string err, first_answer;
@@ -139,8 +139,6 @@ TEST(ChatSession, SavedStateResumesWithoutPrefill) {
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("cache type"), std::string::npos) << e.what();
   }
-  std::remove(path.c_str());
-  ::rmdir(dir);
 }
 
 TEST(ChatSession, AStopBeforeTheFirstTokenAppendsNothing) {

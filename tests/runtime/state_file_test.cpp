@@ -17,19 +17,11 @@
 #include "model/identity.h"
 #include "runtime/engine.h"
 #include "runtime/sampler.h"
+#include "common/temp_dir.h"
 #include "runtime/state_file.h"
 
 namespace k3::test {
 namespace {
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char t[] = "/tmp/k3-state-XXXXXX";
-    path = ::mkdtemp(t);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
-};
 
 std::shared_ptr<const model::Model> tiny() {
   static auto m = model::Model::load(std::string(K3_MODELS_DIR) + "/k3-tiny/k3-tiny-Q8_0.gguf");

@@ -15,19 +15,13 @@
 #include <fstream>
 
 #include "core/hash64.h"
+#include "common/temp_dir.h"
 #include "server/server_test_util.h"
 
 namespace k3::server::test {
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char t[] = "/tmp/k3-pcache-XXXXXX";
-    path = ::mkdtemp(t);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
-};
+using k3::test::TempDir;
 
 std::vector<std::string> state_files(const std::string& dir) {
   std::vector<std::string> out;
