@@ -18,21 +18,15 @@ using quant::Type;
 using A = ActFormat;
 
 #if defined(K3_SIMD_X86)
-// The build for a wider extension where the CPU has it, unless K3_CPU=avx2 asks for the
-// baseline (for comparisons; the results are the same bit for bit).
-template <class Fn>
-Fn pick(Fn avx2, Fn wider, bool cpu_has) {
-  const char* force = std::getenv("K3_CPU");
-  if (force && std::string_view(force) == "avx2") return avx2;
-  return cpu_has ? wider : avx2;
-}
+// The build for a wider extension where the kernel path (vec_dot_impl.h: cpu_path, K3_CPU)
+// includes it; the results are the same bit for bit (the gemms: within float rounding).
 template <class Fn>
 Fn pick_vnni(Fn avx2, Fn vnni) {
-  return pick(avx2, vnni, impl::cpu_has_avx_vnni());
+  return impl::use_avx_vnni() ? vnni : avx2;
 }
 template <class Fn>
-Fn pick_avx512(Fn avx2, Fn avx512) {
-  return pick(avx2, avx512, impl::cpu_has_avx512_iq());
+Fn pick_avx512(Fn narrower, Fn avx512) {
+  return impl::use_avx512() ? avx512 : narrower;
 }
 
 const DotKernel kKernels[] = {
@@ -96,6 +90,14 @@ const int g_decode_prefetch_bytes = [] {
 #endif
   return kDecodePrefetchIntel;
 }();
+
+const char* cpu_kernels() {
+#if defined(K3_SIMD_X86)
+  return impl::cpu_path_name(impl::cpu_path());
+#else
+  return "portable";
+#endif
+}
 
 const DotKernel* dot_kernel(quant::Type t) {
   for (const DotKernel& k : kKernels)

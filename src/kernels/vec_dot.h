@@ -84,6 +84,10 @@ struct DotKernel {
 
 const DotKernel* dot_kernel(quant::Type t);
 
+// The kernel set this process runs: "avx512", "avx-vnni" or "avx2" (x86: the CPU's widest, or
+// what K3_CPU asks for, docs/kernels.md), "portable" (the plain-C build).
+const char* cpu_kernels();
+
 // Bytes of one activation row of n elements in format f.
 size_t act_row_bytes(ActFormat f, int64_t n);
 // Converts n floats to format f (F32: plain copy).

@@ -53,6 +53,17 @@ bool cpu_has_avx_vnni();
 void dot_q8_0_vnni(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);
 void dot_mxfp4_vnni(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);
 
+// The kernel path this process runs: the widest the CPU has, or a narrower one that
+// K3_CPU=avx2|avx-vnni|avx512 asks for (to measure or test it on a wider host; a request the CPU
+// cannot run is refused on stderr). avx_vnni: the AVX2 kernels plus the ymm vpdpbusd ones;
+// avx512: those plus the AVX-512 ones. use_* say whether a wider file's kernels are to be used
+// (the CPU has them and the path includes them).
+enum class CpuPath { avx2, avx_vnni, avx512 };
+CpuPath cpu_path();
+const char* cpu_path_name(CpuPath p);
+bool use_avx_vnni();
+bool use_avx512();
+
 // AVX-512 (F/BW/VL/VBMI/VNNI, with GFNI) twins for the IQ types (vec_dot_avx512.cpp): the same results
 // bit for bit; nt == 1 runs the AVX-512 loop, nt > 1 the AVX2 kernel. Call only where
 // cpu_has_avx512_iq().

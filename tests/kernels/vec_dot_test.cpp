@@ -368,7 +368,7 @@ TEST(VecDotGemm, MatchesScalarTwin) {
     }
   }
 #if defined(K3_SIMD_X86)
-  if (impl::cpu_has_avx512_iq() && !std::getenv("K3_CPU")) {
+  if (impl::use_avx512()) {
     EXPECT_GE(with_gemm, 3);  // Q8_0, IQ2_XXS, IQ1_M
   }
 #else

@@ -665,7 +665,7 @@ void dot_rows_iq1_s_avx512(int64_t n, const void* w, size_t row_stride, int64_t 
 
 void dot_mxfp4_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out) {
   if (nt == 1) mxfp4_1(n, w, act, out);
-  else if (cpu_has_avx_vnni()) dot_mxfp4_vnni(n, w, act, act_stride, nt, out);
+  else if (use_avx_vnni()) dot_mxfp4_vnni(n, w, act, act_stride, nt, out);
   else dot_mxfp4(n, w, act, act_stride, nt, out);
 }
 

@@ -17,6 +17,7 @@
 #include "core/thread_pool.h"
 #include "gguf/census.h"
 #include "gguf/file.h"
+#include "kernels/vec_dot.h"
 #include "model/model.h"
 #include "model/profile.h"
 #include "quant/types.h"
@@ -555,6 +556,7 @@ std::string bench_json(const BenchResult& r, int indent) {
                 {"per_token", r.wb.per_token()}}}}},
             {"machine",
              {{"cpu", r.membw.cpu.empty() ? cpu_model_name() : r.membw.cpu},
+              {"cpu_kernels", kernels::cpu_kernels()},
               {"mem_bw_bytes_per_s", r.membw.bytes_per_s},
               {"mem_bw_source", r.membw.source.empty() ? "none" : r.membw.source},
               {"mem_bw_before_bytes_per_s", r.mem_bw_before},
@@ -639,6 +641,8 @@ std::string bench_table(const BenchResult& r) {
                          ? fmt::format("measured: mean of {:.2f} before and {:.2f} after the tests",
                                        r.mem_bw_before / 1e9, r.mem_bw_after / 1e9)
                          : r.membw.source);
+  s += fmt::format("cpu kernels: {} (K3_CPU=avx2|avx-vnni|avx512 picks a narrower set)\n",
+                   kernels::cpu_kernels());
   if (r.depth > 0) {
     s += fmt::format("depth: every test starts after {} tokens of context", r.depth);
     for (const BenchTest& t : r.tests)
