@@ -56,7 +56,7 @@ const DotKernel kKernels[] = {
      pick_avx512(impl::dot_rows_iq1_m, impl::dot_rows_iq1_m_avx512),
      pick_avx512<ActSumsFn>(nullptr, impl::act_sums_iq1_m_avx512),
      pick_avx512<GemmFn>(nullptr, impl::gemm_iq1_m_avx512),
-     pick_avx512<DotRowsFn>(nullptr, impl::dot_rows_iq1_m_decode_avx512)},
+     pick_avx512<DotRowsFn>(impl::dot_rows_iq1_m_decode, impl::dot_rows_iq1_m_decode_avx512)},
 };
 
 #else

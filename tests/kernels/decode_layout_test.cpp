@@ -95,7 +95,7 @@ TEST(DecodeLayout, OneHotActivationsPickEachWeight) {
 TEST(DecodeLayout, RowsKernelEqualsFileLayout) {
   const DotKernel* k = dot_kernel(Type::IQ1_M);
   ASSERT_NE(k, nullptr);
-  if (!k->dot_rows_decode) GTEST_SKIP() << "no decode-layout kernel for this CPU (AVX-512 VBMI/VNNI only)";
+  if (!k->dot_rows_decode) GTEST_SKIP() << "no decode-layout kernel in the portable build";
   ASSERT_NE(k->dot_rows, nullptr);
   std::mt19937 rng(99);
   for (int64_t n : {256, 1024, 2048 + 512}) {
@@ -115,11 +115,36 @@ TEST(DecodeLayout, RowsKernelEqualsFileLayout) {
   }
 }
 
+#if defined(K3_SIMD_X86)
+// Every x86 decode-layout kernel this CPU can run (AVX2 always; AVX-512 where it has it), called
+// directly whatever the kernel path, equals the AVX2 file-layout rows kernel bit for bit. Sign
+// and delta patterns are random, so each of the 64 delta bits and each code bit pair is hit.
+TEST(DecodeLayout, EachX86KernelEqualsAvx2FileLayout) {
+  std::mt19937 rng(2024);
+  std::vector<DotRowsFn> kernels = {impl::dot_rows_iq1_m_decode};
+  if (impl::cpu_has_avx512_iq()) kernels.push_back(impl::dot_rows_iq1_m_decode_avx512);
+  for (int64_t n : {256, 768, 7168}) {
+    for (int64_t rows : {1, 2, 3, 7}) {
+      const Rows m = random_rows(n, rows, rng);
+      const std::vector<uint8_t> act = q8k_acts(n, rng);
+      std::vector<float> want(static_cast<size_t>(rows));
+      impl::dot_rows_iq1_m(n, m.file.data(), m.rs, rows, act.data(), want.data());
+      for (size_t i = 0; i < kernels.size(); ++i) {
+        std::vector<float> got(static_cast<size_t>(rows), -1.0f);
+        kernels[i](n, m.decode.data(), m.ds, rows, act.data(), got.data());
+        EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
+            << "kernel " << i << " n=" << n << " rows=" << rows;
+      }
+    }
+  }
+}
+#endif
+
 // matmul takes a view's decode copy for one token and the file rows for several: a view whose
 // decode copy holds another matrix gives that matrix's products at one token only.
 TEST(DecodeLayout, MatmulReadsTheDecodeCopyForOneToken) {
   const DotKernel* k = dot_kernel(Type::IQ1_M);
-  if (!k->dot_rows_decode) GTEST_SKIP() << "no decode-layout kernel for this CPU";
+  if (!k->dot_rows_decode) GTEST_SKIP() << "no decode-layout kernel in the portable build";
   std::mt19937 rng(3);
   const int64_t n = 1024, rows = 64;
   const Rows a = random_rows(n, rows, rng), b = random_rows(n, rows, rng);

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "kernels/act_quant.h"
+#include "kernels/decode_layout.h"
 #include "quant/blocks.h"
 #include "kernels/x86/rows_group.h"
 #include "kernels/x86/simd.h"
@@ -280,8 +281,30 @@ inline void iq1s_unpack(const blk::IQ1_S& x, Iq1Unpacked& u) {
   u.ls9 = _mm256_add_epi16(_mm256_slli_epi16(ls, 3), ls);
 }
 
-// IQ1_M: the 32 indices are qs byte | qh nibble << 8 (nibble bit 3 = delta sign); the 16
-// sub-block scales are 3-bit fields of the four u16 scale words (top nibbles are the f16 d).
+// IQ1_M's scales field (four u16: 3-bit sub-block scales, the f16 d in the top nibbles) as the
+// sub-block scales in pick_i16 layout and 9·ls per Q8_K sub-block of 16 in bsums order; shared
+// by the file layout and the decode layout, which keeps the field as it is.
+inline void iq1m_scales(const uint8_t* field, __m256i& scales, __m256i& ls9) {
+  int64_t sc;
+  std::memcpy(&sc, field, 8);
+  const __m256i words = _mm256_set1_epi64x(sc);
+  // pick layout: low half lane p = sub-block 2p, high half lane p = sub-block 2p+1 (the two
+  // 16-element halves of group p); field j sits in word j/4 at bits 3(j%4).
+  scales =
+      iq1_ls(_mm256_shuffle_epi8(words, _mm256_setr_epi8(0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7, 0, 1,
+                                                         0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7)),
+             _mm256_setr_epi16(1 << 13, 1 << 7, 1 << 13, 1 << 7, 1 << 13, 1 << 7, 1 << 13, 1 << 7, 1 << 10,
+                               1 << 4, 1 << 10, 1 << 4, 1 << 10, 1 << 4, 1 << 10, 1 << 4));
+  // bsums order: lane j = sub-block j
+  const __m256i ls =
+      iq1_ls(_mm256_shuffle_epi8(words, _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 4, 5,
+                                                         4, 5, 4, 5, 4, 5, 6, 7, 6, 7, 6, 7, 6, 7)),
+             _mm256_setr_epi16(1 << 13, 1 << 10, 1 << 7, 1 << 4, 1 << 13, 1 << 10, 1 << 7, 1 << 4, 1 << 13,
+                               1 << 10, 1 << 7, 1 << 4, 1 << 13, 1 << 10, 1 << 7, 1 << 4));
+  ls9 = _mm256_add_epi16(_mm256_slli_epi16(ls, 3), ls);
+}
+
+// IQ1_M: the 32 indices are qs byte | qh nibble << 8 (nibble bit 3 = delta sign).
 inline void iq1m_unpack(const blk::IQ1_M& x, Iq1Unpacked& u) {
   const __m128i m4 = _mm_set1_epi8(0x0F);
   const __m128i qh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qh));
@@ -294,23 +317,7 @@ inline void iq1m_unpack(const blk::IQ1_M& x, Iq1Unpacked& u) {
   _mm_store_si128(out + 1, _mm_unpackhi_epi8(q0, n0));
   _mm_store_si128(out + 2, _mm_unpacklo_epi8(q1, n1));
   _mm_store_si128(out + 3, _mm_unpackhi_epi8(q1, n1));
-  int64_t sc;
-  std::memcpy(&sc, x.scales, 8);
-  const __m256i words = _mm256_set1_epi64x(sc);
-  // pick layout: low half lane p = sub-block 2p, high half lane p = sub-block 2p+1 (the two
-  // 16-element halves of group p); field j sits in word j/4 at bits 3(j%4).
-  u.scales =
-      iq1_ls(_mm256_shuffle_epi8(words, _mm256_setr_epi8(0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7, 0, 1,
-                                                         0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7)),
-             _mm256_setr_epi16(1 << 13, 1 << 7, 1 << 13, 1 << 7, 1 << 13, 1 << 7, 1 << 13, 1 << 7, 1 << 10,
-                               1 << 4, 1 << 10, 1 << 4, 1 << 10, 1 << 4, 1 << 10, 1 << 4));
-  // bsums order: lane j = sub-block j
-  const __m256i ls =
-      iq1_ls(_mm256_shuffle_epi8(words, _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 4, 5,
-                                                         4, 5, 4, 5, 4, 5, 6, 7, 6, 7, 6, 7, 6, 7)),
-             _mm256_setr_epi16(1 << 13, 1 << 10, 1 << 7, 1 << 4, 1 << 13, 1 << 10, 1 << 7, 1 << 4, 1 << 13,
-                               1 << 10, 1 << 7, 1 << 4, 1 << 13, 1 << 10, 1 << 7, 1 << 4));
-  u.ls9 = _mm256_add_epi16(_mm256_slli_epi16(ls, 3), ls);
+  iq1m_scales(x.scales, u.scales, u.ls9);
 }
 
 // Decode over R rows, sharing each activation block; each row's integer sums and float steps
@@ -410,6 +417,71 @@ void iq1_m_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* 
                           [](const blk::IQ1_M& x) { return simd::f16(blk::iq1m_scale_bits(x.scales)); });
 }
 
+// IQ1_M in its decode layout (kernels/decode_layout.h), without the grid: group sb (32
+// weights, sb = 2p + h) takes the 16 code bytes of quarter p, broadcast to both 128-bit lanes;
+// lane L wants bit pair k = 2h + L of every byte moved to bits 3..4, which is 8·code: one
+// variable dword shift (left 3 − 2k or right 2k − 3; bits pushed into a neighbouring byte are
+// masked off). The delta adds 2 to the bytes of dword i where bit 8·sb + i of delta_plus is set:
+// one OR with a row of a 256-entry table indexed by that byte of delta_plus (8 KiB, stays in
+// L1; computing the mask took four vector uops, the table one). The bytes are then the offset
+// grid's 8·grid + 9 ± 1 exactly, so the rest (maddubs, the scales, −9·Σa) is the file layout
+// kernel's and the integer sums and float steps equal it bit for bit. Seven vector uops per 32
+// weights against about twelve with the grid gathers and the index unpacking.
+struct PlusTwoRows {
+  alignas(32) uint8_t v[256][32];
+  PlusTwoRows() {
+    for (int m = 0; m < 256; ++m)
+      for (int i = 0; i < 32; ++i) v[m][i] = (m >> (i / 4) & 1) ? 2 : 0;
+  }
+};
+
+const PlusTwoRows& plus_two_rows() {
+  static const PlusTwoRows t;
+  return t;
+}
+
+template <int R>
+void iq1_m_decode_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* out) {
+  const Iq1mDecodeBlock* x[R];
+  K3_UNROLL for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const Iq1mDecodeBlock*>(w + r * rs);
+  const BlockQ8KA* y = static_cast<const BlockQ8KA*>(act);
+  const PlusTwoRows& plus = plus_two_rows();
+  const __m256i code_left = _mm256_setr_epi32(3, 3, 3, 3, 1, 1, 1, 1);   // h = 0: k = 0, 1
+  const __m256i code_right = _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3);  // h = 1: k = 2, 3
+  const __m256i m18 = _mm256_set1_epi8(0x18);
+  const size_t pf = prefetch_distance<R>(rs);
+  __m256 acc[R];
+  K3_UNROLL for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / 256; ++b) {
+    const __m256i bs = bsums(y[b]);
+    __m256i sumi[R], scales[R];
+    K3_UNROLL for (int r = 0; r < R; ++r) {
+      prefetch_at(x[r] + b, pf);
+      __m256i ls9;
+      iq1m_scales(x[r][b].scales, scales[r], ls9);
+      sumi[r] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_madd_epi16(ls9, bs));
+    }
+    K3_UNROLL for (int sb = 0; sb < 8; ++sb) {
+      const __m256i av = _mm256_loadu_si256(v256(y[b].qs + 32 * sb));
+      K3_UNROLL for (int r = 0; r < R; ++r) {
+        const __m256i codes = _mm256_broadcastsi128_si256(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[r][b].codes + 16 * (sb / 2))));
+        const __m256i moved =
+            sb % 2 == 0 ? _mm256_sllv_epi32(codes, code_left) : _mm256_srlv_epi32(codes, code_right);
+        const uint8_t plus_bits = reinterpret_cast<const uint8_t*>(&x[r][b].delta_plus)[sb];
+        const __m256i wv =
+            _mm256_or_si256(_mm256_and_si256(moved, m18), _mm256_load_si256(v256(plus.v[plus_bits])));
+        sumi[r] = _mm256_add_epi32(sumi[r], simd::dot_us(wv, av, pick_i16(scales[r], sb)));
+      }
+    }
+    K3_UNROLL for (int r = 0; r < R; ++r) {
+      const float d = simd::f16(blk::iq1m_scale_bits(x[r][b].scales));
+      acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * y[b].d), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+    }
+  }
+  K3_UNROLL for (int r = 0; r < R; ++r) out[r] = 0.125f * simd::hsum(acc[r]);
+}
+
 }  // namespace
 
 void dot_rows_iq2_xxs(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
@@ -420,6 +492,12 @@ void dot_rows_iq2_xxs(int64_t n, const void* w, size_t row_stride, int64_t n_row
 void dot_rows_iq1_m(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                     float* out) {
   rows_by_group<kGroupRows, iq1_m_rows<kGroupRows>, iq1_m_rows<1>>(n, w, row_stride, n_rows, act, out);
+}
+
+void dot_rows_iq1_m_decode(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                           float* out) {
+  rows_by_group<kGroupRows, iq1_m_decode_rows<kGroupRows>, iq1_m_decode_rows<1>>(n, w, row_stride, n_rows,
+                                                                                 act, out);
 }
 
 K3_DOT_DISPATCH(iq2_xxs)
