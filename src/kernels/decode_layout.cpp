@@ -1,4 +1,4 @@
-// kernels/decode_layout: IQ1_M's decode layout (see decode_layout.h).
+// kernels/decode_layout: the IQ1_M and IQ2_XXS decode layouts (see decode_layout.h).
 #include "kernels/decode_layout.h"
 
 #include <array>
@@ -57,19 +57,50 @@ int code_of(const Iq1mDecodeBlock& x, int w) {
   return (x.codes[16 * p + j] >> (2 * k)) & 3;
 }
 
+// IQ2_XXS group g: the file's two words (4 grid indices; 4 × 7-bit sign indices and the 4-bit
+// scale) become 16 bytes of 3-bit weights (code | sign << 2) and the scale 2s + 1.
+void repack_iq2_xxs(const blk::IQ2_XXS& x, Iq2xxsDecodeBlock& out) {
+  std::memset(&out, 0, sizeof out);
+  for (int g = 0; g < 8; ++g) {
+    const uint32_t idx = blk::load_u32(&x.qs[4 * g]);
+    const uint32_t sw = blk::load_u32(&x.qs[4 * g + 2]);
+    out.ls[g] = static_cast<uint8_t>(2 * (sw >> 28) + 1);
+    for (int l = 0; l < 4; ++l) {
+      const uint64_t entry = quant::kIq2xxsGrid[(idx >> (8 * l)) & 0xFF];
+      const uint8_t signs = quant::kKsignsIq2xs[(sw >> (7 * l)) & 127];
+      for (int j = 0; j < 8; ++j) {
+        const int grid = static_cast<int>((entry >> (8 * j)) & 0xFF);
+        const int code = grid == 8 ? 0 : grid == 25 ? 1 : 2;
+        const int p = 8 * l + j;  // weight 32g + p
+        const int v = code | ((signs >> j) & 1) << 2;
+        out.w[16 * g + p % 16] = static_cast<uint8_t>(out.w[16 * g + p % 16] | v << (4 * (p / 16)));
+      }
+    }
+  }
+  out.d = quant::fp16_to_fp32(x.d);
+}
+
+constexpr int kIq2GridBytes[3] = {8, 25, 43};
+
 }  // namespace
 
 size_t decode_row_bytes(quant::Type t, int64_t cols) {
   if (t == quant::Type::IQ1_M) return static_cast<size_t>(cols / 256) * sizeof(Iq1mDecodeBlock);
+  if (t == quant::Type::IQ2_XXS) return static_cast<size_t>(cols / 256) * sizeof(Iq2xxsDecodeBlock);
   return 0;
 }
 
 void repack_for_decode(quant::Type t, const void* src, void* dst, int64_t n_blocks) {
-  if (t != quant::Type::IQ1_M) return;
-  static const GridCodes grid;
-  const auto* x = static_cast<const blk::IQ1_M*>(src);
-  auto* y = static_cast<Iq1mDecodeBlock*>(dst);
-  for (int64_t b = 0; b < n_blocks; ++b) repack_iq1_m(grid, x[b], y[b]);
+  if (t == quant::Type::IQ1_M) {
+    static const GridCodes grid;
+    const auto* x = static_cast<const blk::IQ1_M*>(src);
+    auto* y = static_cast<Iq1mDecodeBlock*>(dst);
+    for (int64_t b = 0; b < n_blocks; ++b) repack_iq1_m(grid, x[b], y[b]);
+  } else if (t == quant::Type::IQ2_XXS) {
+    const auto* x = static_cast<const blk::IQ2_XXS*>(src);
+    auto* y = static_cast<Iq2xxsDecodeBlock*>(dst);
+    for (int64_t b = 0; b < n_blocks; ++b) repack_iq2_xxs(x[b], y[b]);
+  }
 }
 
 // The weights back as 8·grid ± 1 (grid = code − 1; the delta +1 where delta_plus is set),
@@ -86,6 +117,28 @@ float dot_iq1_m_decode_scalar(int64_t n, const void* w, const void* act) {
     }
     const int isum = impl::iq1_m_isum_scalar(values, x[b].scales, y[b].qs);
     s += 0.125f * quant::fp16_to_fp32(blk::iq1m_scale_bits(x[b].scales)) * y[b].d * static_cast<float>(isum);
+  }
+  return s;
+}
+
+// The signed grid values back from the 3-bit weights, then dot_iq2_xxs_scalar's integer sum per
+// group, scale and float step.
+float dot_iq2_xxs_decode_scalar(int64_t n, const void* w, const void* act) {
+  const auto* x = static_cast<const Iq2xxsDecodeBlock*>(w);
+  const auto* y = static_cast<const BlockQ8KA*>(act);
+  float s = 0.0f;
+  for (int64_t b = 0; b < n / 256; ++b) {
+    int isum = 0;
+    for (int g = 0; g < 8; ++g) {
+      int sub = 0;
+      for (int p = 0; p < 32; ++p) {
+        const int v = (x[b].w[16 * g + p % 16] >> (4 * (p / 16))) & 7;
+        const int value = kIq2GridBytes[v & 3] * (v & 4 ? -1 : 1);
+        sub += value * y[b].qs[32 * g + p];
+      }
+      isum += x[b].ls[g] * sub;
+    }
+    s += 0.125f * x[b].d * y[b].d * static_cast<float>(isum);
   }
   return s;
 }

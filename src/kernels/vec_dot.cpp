@@ -47,7 +47,10 @@ const DotKernel kKernels[] = {
     {Type::IQ2_XXS, A::Q8_K, pick_avx512(impl::dot_iq2_xxs, impl::dot_iq2_xxs_avx512),
      impl::dot_iq2_xxs_scalar, pick_avx512(impl::dot_rows_iq2_xxs, impl::dot_rows_iq2_xxs_avx512),
      pick_avx512<ActSumsFn>(nullptr, impl::act_sums_iq2_xxs_avx512),
-     pick_avx512<GemmFn>(nullptr, impl::gemm_iq2_xxs_avx512)},
+     pick_avx512<GemmFn>(nullptr, impl::gemm_iq2_xxs_avx512),
+     // AVX-512 decodes the file's layout about as fast as AVX2 the decode layout, without the
+     // copy's memory (docs/kernels.md): no decode copy there.
+     pick_avx512<DotRowsFn>(impl::dot_rows_iq2_xxs_decode, nullptr)},
     {Type::IQ2_XS, A::Q8_K, pick_avx512(impl::dot_iq2_xs, impl::dot_iq2_xs_avx512), impl::dot_iq2_xs_scalar,
      pick_avx512<DotRowsFn>(nullptr, impl::dot_rows_iq2_xs_avx512)},
     {Type::IQ1_S, A::Q8_K, pick_avx512(impl::dot_iq1_s, impl::dot_iq1_s_avx512), impl::dot_iq1_s_scalar,

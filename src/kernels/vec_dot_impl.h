@@ -46,9 +46,12 @@ int iq1_m_isum_scalar(const int8_t* values, const uint8_t* scales, const int8_t*
 void dot_rows_iq2_xxs(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                       float* out);
 void dot_rows_iq1_m(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act, float* out);
-// IQ1_M rows in the decode layout (kernels/decode_layout.h): dot_rows_iq1_m's results bit for bit.
+// IQ1_M and IQ2_XXS rows in their decode layouts (kernels/decode_layout.h): dot_rows_iq1_m's and
+// dot_rows_iq2_xxs's results bit for bit.
 void dot_rows_iq1_m_decode(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                            float* out);
+void dot_rows_iq2_xxs_decode(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                             float* out);
 
 // AVX-VNNI twins (vec_dot_vnni.cpp): same results bit for bit; call only where
 // cpu_has_avx_vnni().

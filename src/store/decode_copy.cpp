@@ -135,6 +135,8 @@ DecodeCopy make_decode_copy(const model::Model& m, std::unique_ptr<model::Expert
       if (!k || !k->dot_rows_decode || ds == 0) continue;
       const int64_t rows = v.rows * x->n_expert;
       todo.push_back({x, total, ds});
+      const std::string name = quant::type_name(v.type);
+      if (r.types.find(name) == std::string::npos) r.types += (r.types.empty() ? "" : ", ") + name;
       total += (ds * static_cast<uint64_t>(rows) + 63) / 64 * 64;
       r.file_bytes += v.row_stride * static_cast<uint64_t>(rows);
     }

@@ -29,6 +29,7 @@ struct DecodeCopy {
   std::unique_ptr<model::ExpertSource> source;  // inner wrapped, or inner itself where skipped
   uint64_t bytes = 0;                           // memory of the copy
   uint64_t file_bytes = 0;                      // the file's bytes it rewrites
+  std::string types;                            // the types rewritten, e.g. "IQ1_M, IQ2_XXS"
   double seconds = 0;
   std::string skipped;        // empty when made
   bool inapplicable = false;  // no matrix has a decode layout and kernel here: nothing to say

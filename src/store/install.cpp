@@ -83,9 +83,9 @@ std::unique_ptr<model::ExpertSource> prepare_decode_copy(const model::Model& m,
     return std::move(r.source);
   if (r.skipped.empty())
     fmt::print(stderr,
-               "experts: {} of IQ1_M rewritten into the decode layout in {:.2f} s ({} in memory; --no-repack "
+               "experts: {} of {} rewritten into the decode layout in {:.2f} s ({} in memory; --no-repack "
                "to read the file's layout)\n",
-               format_size(r.file_bytes), r.seconds, format_size(r.bytes));
+               format_size(r.file_bytes), r.types, r.seconds, format_size(r.bytes));
   else fmt::print(stderr, "experts: decode in the file's layout: {}\n", r.skipped);
   std::fflush(stderr);
   return std::move(r.source);

@@ -482,6 +482,52 @@ void iq1_m_decode_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, 
   K3_UNROLL for (int r = 0; r < R; ++r) out[r] = 0.125f * simd::hsum(acc[r]);
 }
 
+// IQ2_XXS in its decode layout (kernels/decode_layout.h): the 16 bytes of group g, broadcast to
+// both 128-bit lanes and shifted down by 0 (lane 0) or 4 bits (lane 1), are pshufb indices
+// (bits 3 and 7 are clear) into the 16-byte table of grid value · sign + 64 ∈ [21, 107]:
+// unsigned, as maddubs wants, with no sign table. The +64 comes out in int16, where
+// maddubs(64, a) (once per group for all the rows) is subtracted from each pair sum, so the
+// pairs are Σ w·a exactly as the file kernel's maddubs(|w|, ±a) makes them (|pair| ≤ 2·107·127
+// < 2^15: no saturation), and madd by the group scale and the float steps are the file
+// kernel's: results equal it bit for bit. Seven vector uops per 32 weights (plus half a
+// maddubs) against about eleven and eight loads with the grid and sign lookups.
+template <int R>
+void iq2_xxs_decode_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* out) {
+  const Iq2xxsDecodeBlock* x[R];
+  K3_UNROLL for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const Iq2xxsDecodeBlock*>(w + r * rs);
+  const BlockQ8KA* y = static_cast<const BlockQ8KA*>(act);
+  const __m256i values = _mm256_setr_epi8(72, 89, 107, 64, 56, 39, 21, 64, 64, 64, 64, 64, 64, 64, 64, 64, 72,
+                                          89, 107, 64, 56, 39, 21, 64, 64, 64, 64, 64, 64, 64, 64, 64);
+  const __m256i lane_shift = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);
+  const __m256i k64 = _mm256_set1_epi8(64);
+  const size_t pf = prefetch_distance<R>(rs);
+  __m256 acc[R];
+  K3_UNROLL for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / 256; ++b) {
+    __m256i sumi[R], ls[R];
+    K3_UNROLL for (int r = 0; r < R; ++r) {
+      prefetch_at(x[r] + b, pf);
+      ls[r] = _mm256_broadcastsi128_si256(
+          _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x[r][b].ls))));
+      sumi[r] = _mm256_setzero_si256();
+    }
+    K3_UNROLL for (int g = 0; g < 8; ++g) {
+      const __m256i av = _mm256_loadu_si256(v256(y[b].qs + 32 * g));
+      const __m256i bias = _mm256_maddubs_epi16(k64, av);
+      K3_UNROLL for (int r = 0; r < R; ++r) {
+        const __m256i bytes = _mm256_broadcastsi128_si256(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[r][b].w + 16 * g)));
+        const __m256i wv = _mm256_shuffle_epi8(values, _mm256_srlv_epi32(bytes, lane_shift));
+        const __m256i pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(wv, av), bias);
+        sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(pairs, pick_i16(ls[r], g)));
+      }
+    }
+    K3_UNROLL for (int r = 0; r < R; ++r) acc[r] =
+        _mm256_fmadd_ps(_mm256_set1_ps(x[r][b].d * y[b].d), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+  }
+  K3_UNROLL for (int r = 0; r < R; ++r) out[r] = 0.125f * simd::hsum(acc[r]);
+}
+
 }  // namespace
 
 void dot_rows_iq2_xxs(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
@@ -498,6 +544,12 @@ void dot_rows_iq1_m_decode(int64_t n, const void* w, size_t row_stride, int64_t 
                            float* out) {
   rows_by_group<kGroupRows, iq1_m_decode_rows<kGroupRows>, iq1_m_decode_rows<1>>(n, w, row_stride, n_rows,
                                                                                  act, out);
+}
+
+void dot_rows_iq2_xxs_decode(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                             float* out) {
+  rows_by_group<kGroupRows, iq2_xxs_decode_rows<kGroupRows>, iq2_xxs_decode_rows<1>>(n, w, row_stride, n_rows,
+                                                                                     act, out);
 }
 
 K3_DOT_DISPATCH(iq2_xxs)
