@@ -28,28 +28,65 @@ struct GridCodes {
   }
 };
 
+// An IQ1 super-block as both formats describe it: per group of 8 weights its grid index and
+// whether its delta is −1/8; IQ1_M's scales field (16 3-bit sub-block scales, the f16 d in
+// the top nibbles).
+struct Iq1Groups {
+  uint16_t idx[32];
+  bool minus[32];
+  uint8_t scales[8];
+};
+
+Iq1Groups groups_of(const blk::IQ1_M& x) {
+  Iq1Groups q;
+  for (int g = 0; g < 32; ++g) {
+    const int bits = x.qh[g / 2] >> (4 * (g % 2));
+    q.idx[g] = static_cast<uint16_t>(x.qs[g] | (bits & 7) << 8);
+    q.minus[g] = (bits & 8) != 0;
+  }
+  std::memcpy(q.scales, x.scales, sizeof q.scales);
+  return q;
+}
+
+// IQ1_S: the scale of each 32 weights serves both of its 16-weight sub-blocks, and its delta
+// sign all four of its groups; d goes to the top nibbles. The integer sums per 16 weights then
+// add up to IQ1_S's per 32, and the AVX2 and AVX-512 kernels' lanes hold the same sums as the
+// IQ1_S file-layout kernels' (iq1s_unpack builds the same scale registers), so the products
+// are IQ1_S's bit for bit.
+Iq1Groups groups_of(const blk::IQ1_S& x) {
+  Iq1Groups q;
+  uint16_t words[4] = {};
+  for (int g = 0; g < 32; ++g) {
+    const int h = x.qh[g / 4];
+    q.idx[g] = static_cast<uint16_t>(x.qs[g] | ((h >> (3 * (g % 4))) & 7) << 8);
+    q.minus[g] = (h & 0x8000) != 0;
+  }
+  for (int j = 0; j < 16; ++j)
+    words[j / 4] = static_cast<uint16_t>(words[j / 4] | ((x.qh[j / 2] >> 12) & 7) << (3 * (j % 4)));
+  for (int k = 0; k < 4; ++k) words[k] = static_cast<uint16_t>(words[k] | ((x.d >> (4 * k)) & 0xF) << 12);
+  std::memcpy(q.scales, words, sizeof q.scales);
+  return q;
+}
+
 // Byte h·8 + j of quarter p holds, in bit pair k, the code of weight 64p + 16k + 8h + j: of
 // group g = 8p + 2k + h. Each quarter is thus two words, each the OR of four groups' code
 // words shifted by 2k (codes are at most 2 bits, so the shift keeps them in their bytes).
-void repack_iq1_m(const GridCodes& grid, const blk::IQ1_M& x, Iq1mDecodeBlock& out) {
+void repack_iq1(const GridCodes& grid, const Iq1Groups& q, Iq1mDecodeBlock& out) {
   uint64_t delta_plus = 0;
   for (int p = 0; p < 4; ++p) {
     uint64_t half0 = 0, half1 = 0;  // bytes 0..7 and 8..15 of the quarter (h = 0, 1)
     for (int k = 0; k < 4; ++k) {
-      const int g = 8 * p + 2 * k;  // groups g (h = 0) and g + 1 (h = 1): both in qh[g / 2]
-      const int qh = x.qh[g / 2];
-      half0 |= grid.v[static_cast<size_t>(x.qs[g] | (qh & 7) << 8)] << (2 * k);
-      half1 |= grid.v[static_cast<size_t>(x.qs[g + 1] | (qh >> 4 & 7) << 8)] << (2 * k);
-      // delta +1 where the sign bit (bit 3 of the group's nibble) is clear; no branch, as the
-      // signs are as good as random
-      const uint64_t plus = (~qh >> 3 & 1) | (~qh >> 7 & 1) << 2;
-      delta_plus |= plus * 3 << (2 * g);
+      const int g = 8 * p + 2 * k;  // groups g (h = 0) and g + 1 (h = 1)
+      half0 |= grid.v[q.idx[g]] << (2 * k);
+      half1 |= grid.v[q.idx[g + 1]] << (2 * k);
     }
     std::memcpy(out.codes + 16 * p, &half0, 8);
     std::memcpy(out.codes + 16 * p + 8, &half1, 8);
   }
+  for (int g = 0; g < 32; ++g)
+    if (!q.minus[g]) delta_plus |= uint64_t{3} << (2 * g);  // two 4-weight runs per group
   out.delta_plus = delta_plus;
-  std::memcpy(out.scales, x.scales, sizeof out.scales);
+  std::memcpy(out.scales, q.scales, sizeof out.scales);
 }
 
 int code_of(const Iq1mDecodeBlock& x, int w) {
@@ -85,17 +122,22 @@ constexpr int kIq2GridBytes[3] = {8, 25, 43};
 }  // namespace
 
 size_t decode_row_bytes(quant::Type t, int64_t cols) {
-  if (t == quant::Type::IQ1_M) return static_cast<size_t>(cols / 256) * sizeof(Iq1mDecodeBlock);
+  if (t == quant::Type::IQ1_M || t == quant::Type::IQ1_S)
+    return static_cast<size_t>(cols / 256) * sizeof(Iq1mDecodeBlock);
   if (t == quant::Type::IQ2_XXS) return static_cast<size_t>(cols / 256) * sizeof(Iq2xxsDecodeBlock);
   return 0;
 }
 
 void repack_for_decode(quant::Type t, const void* src, void* dst, int64_t n_blocks) {
+  static const GridCodes grid;
   if (t == quant::Type::IQ1_M) {
-    static const GridCodes grid;
     const auto* x = static_cast<const blk::IQ1_M*>(src);
     auto* y = static_cast<Iq1mDecodeBlock*>(dst);
-    for (int64_t b = 0; b < n_blocks; ++b) repack_iq1_m(grid, x[b], y[b]);
+    for (int64_t b = 0; b < n_blocks; ++b) repack_iq1(grid, groups_of(x[b]), y[b]);
+  } else if (t == quant::Type::IQ1_S) {
+    const auto* x = static_cast<const blk::IQ1_S*>(src);
+    auto* y = static_cast<Iq1mDecodeBlock*>(dst);
+    for (int64_t b = 0; b < n_blocks; ++b) repack_iq1(grid, groups_of(x[b]), y[b]);
   } else if (t == quant::Type::IQ2_XXS) {
     const auto* x = static_cast<const blk::IQ2_XXS*>(src);
     auto* y = static_cast<Iq2xxsDecodeBlock*>(dst);

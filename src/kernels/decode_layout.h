@@ -13,6 +13,9 @@
 //               sign bit clear; each 8-weight group sets two bits);
 //   scales[8]   IQ1_M's scales field as it is (3-bit sub-block scales, the f16 d in the
 //               top nibbles).
+// IQ1_S rows take IQ1_M's layout (80 bytes instead of 50): each scale of 32 weights serves
+// both its sub-blocks of 16, its delta sign all four groups, d the top nibbles; IQ1_M's
+// kernels then give IQ1_S's results bit for bit.
 // IQ2_XXS, per 256 weights 144 bytes instead of 66 (only where a kernel needs it: the AVX2
 // build; AVX-512 decodes the file's layout as fast):
 //   w[128]      per group g of 32 weights, 16 bytes: byte j holds weight 32g + j in bits 0..2
@@ -58,8 +61,9 @@ size_t decode_row_bytes(quant::Type t, int64_t cols);
 // one call.
 void repack_for_decode(quant::Type t, const void* src, void* dst, int64_t n_blocks);
 
-// The plain-C one-token products over a row in the decode layout: dot_iq1_m_scalar's and
-// dot_iq2_xxs_scalar's results, bit for bit (the references the SIMD kernels are tested against).
+// The plain-C one-token products over a row in the decode layout: dot_iq1_m_scalar's (and, for
+// rewritten IQ1_S rows, dot_iq1_s_scalar's) and dot_iq2_xxs_scalar's results, bit for bit (the
+// references the SIMD kernels are tested against).
 float dot_iq1_m_decode_scalar(int64_t n, const void* w, const void* act);
 float dot_iq2_xxs_decode_scalar(int64_t n, const void* w, const void* act);
 

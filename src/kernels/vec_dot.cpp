@@ -54,7 +54,9 @@ const DotKernel kKernels[] = {
     {Type::IQ2_XS, A::Q8_K, pick_avx512(impl::dot_iq2_xs, impl::dot_iq2_xs_avx512), impl::dot_iq2_xs_scalar,
      pick_avx512<DotRowsFn>(nullptr, impl::dot_rows_iq2_xs_avx512)},
     {Type::IQ1_S, A::Q8_K, pick_avx512(impl::dot_iq1_s, impl::dot_iq1_s_avx512), impl::dot_iq1_s_scalar,
-     pick_avx512<DotRowsFn>(nullptr, impl::dot_rows_iq1_s_avx512)},
+     pick_avx512<DotRowsFn>(nullptr, impl::dot_rows_iq1_s_avx512), nullptr, nullptr,
+     // IQ1_S rows rewritten into IQ1_M's decode layout (decode_layout.h) run IQ1_M's kernels
+     pick_avx512<DotRowsFn>(impl::dot_rows_iq1_m_decode, impl::dot_rows_iq1_m_decode_avx512)},
     {Type::IQ1_M, A::Q8_K, pick_avx512(impl::dot_iq1_m, impl::dot_iq1_m_avx512), impl::dot_iq1_m_scalar,
      pick_avx512(impl::dot_rows_iq1_m, impl::dot_rows_iq1_m_avx512),
      pick_avx512<ActSumsFn>(nullptr, impl::act_sums_iq1_m_avx512),

@@ -43,14 +43,23 @@ Rows random_rows(int64_t n, int64_t rows, std::mt19937& rng, Type t = Type::IQ1_
   return m;
 }
 
-// The two types with a decode layout and their one-token scalar twins (file layout, decode
-// layout).
+// The types with a decode layout and their one-token scalar twins (file layout, decode layout;
+// IQ1_S rows take IQ1_M's layout).
 struct LayoutCase {
   Type type;
   DotScalarFn file_twin, decode_twin;
 };
 const LayoutCase kCases[] = {{Type::IQ1_M, impl::dot_iq1_m_scalar, dot_iq1_m_decode_scalar},
-                             {Type::IQ2_XXS, impl::dot_iq2_xxs_scalar, dot_iq2_xxs_decode_scalar}};
+                             {Type::IQ2_XXS, impl::dot_iq2_xxs_scalar, dot_iq2_xxs_decode_scalar},
+                             {Type::IQ1_S, impl::dot_iq1_s_scalar, dot_iq1_m_decode_scalar}};
+
+// A type's one-token products of several rows through its table kernel: dot_rows where it has
+// one, else dot row by row.
+void file_rows(const DotKernel& k, int64_t n, const uint8_t* w, size_t rs, int64_t rows, const void* act,
+               float* out) {
+  if (k.dot_rows) return k.dot_rows(n, w, rs, rows, act, out);
+  for (int64_t r = 0; r < rows; ++r) k.dot(n, w + r * rs, act, 0, 1, out + r);
+}
 
 std::vector<uint8_t> q8k_acts(int64_t n, std::mt19937& rng) {
   const std::vector<float> x = test::random_acts(n, rng);
@@ -64,6 +73,7 @@ TEST(DecodeLayout, SizesAndTypes) {
   EXPECT_EQ(decode_row_bytes(Type::IQ1_M, 1024), 4u * 80u);
   EXPECT_EQ(sizeof(Iq2xxsDecodeBlock), 144u);
   EXPECT_EQ(decode_row_bytes(Type::IQ2_XXS, 1024), 4u * 144u);
+  EXPECT_EQ(decode_row_bytes(Type::IQ1_S, 1024), 4u * 80u);
   EXPECT_EQ(decode_row_bytes(Type::IQ2_XS, 1024), 0u);
   EXPECT_EQ(decode_row_bytes(Type::Q8_0, 1024), 0u);
 }
@@ -115,13 +125,12 @@ TEST(DecodeLayout, RowsKernelEqualsFileLayout) {
     ASSERT_NE(k, nullptr);
     if (!k->dot_rows_decode) continue;
     ++with_kernel;
-    ASSERT_NE(k->dot_rows, nullptr);
     for (int64_t n : {256, 1024, 2048 + 512}) {
       for (int64_t rows : {1, 3, 4, 5, 9, 17}) {
         const Rows m = random_rows(n, rows, rng, c.type);
         const std::vector<uint8_t> act = q8k_acts(n, rng);
         std::vector<float> want(static_cast<size_t>(rows)), got(static_cast<size_t>(rows), -1.0f);
-        k->dot_rows(n, m.file.data(), m.rs, rows, act.data(), want.data());
+        file_rows(*k, n, m.file.data(), m.rs, rows, act.data(), want.data());
         k->dot_rows_decode(n, m.decode.data(), m.ds, rows, act.data(), got.data());
         EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
             << quant::type_name(c.type) << " n=" << n << " rows=" << rows;
@@ -145,10 +154,19 @@ TEST(DecodeLayout, EachX86KernelEqualsAvx2FileLayout) {
     Type type;
     DotRowsFn file, decode;
   };
+  // IQ1_S has no AVX2 rows kernel: its one-token dot row by row
+  const DotRowsFn iq1_s_rows = [](int64_t n, const void* w, size_t rs, int64_t rows, const void* act,
+                                  float* out) {
+    for (int64_t r = 0; r < rows; ++r)
+      impl::dot_iq1_s(n, static_cast<const uint8_t*>(w) + r * rs, act, 0, 1, out + r);
+  };
   std::vector<Kernel> kernels = {{Type::IQ1_M, impl::dot_rows_iq1_m, impl::dot_rows_iq1_m_decode},
-                                 {Type::IQ2_XXS, impl::dot_rows_iq2_xxs, impl::dot_rows_iq2_xxs_decode}};
-  if (impl::cpu_has_avx512_iq())
+                                 {Type::IQ2_XXS, impl::dot_rows_iq2_xxs, impl::dot_rows_iq2_xxs_decode},
+                                 {Type::IQ1_S, iq1_s_rows, impl::dot_rows_iq1_m_decode}};
+  if (impl::cpu_has_avx512_iq()) {
     kernels.push_back({Type::IQ1_M, impl::dot_rows_iq1_m, impl::dot_rows_iq1_m_decode_avx512});
+    kernels.push_back({Type::IQ1_S, iq1_s_rows, impl::dot_rows_iq1_m_decode_avx512});
+  }
   for (const Kernel& k : kernels)
     for (int64_t n : {256, 768, 7168}) {
       for (int64_t rows : {1, 2, 3, 7}) {
