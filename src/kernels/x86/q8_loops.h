@@ -86,11 +86,13 @@ void mxfp4_loop(int64_t n, const void* w, const void* act, size_t st, float* out
   __m256 acc[NT][NA];
   K3_UNROLL for (int t = 0; t < NT; ++t) K3_UNROLL for (int a = 0; a < NA; ++a) acc[t][a] =
       _mm256_setzero_ps();
+  // low nibbles are elements 0..15, high nibbles 16..31: the 16 bytes broadcast (a load-port
+  // op) and the high lane shifted down 4 bits, one vector uop fewer than shift + insert
+  const __m256i lane_shift = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);
   auto step = [&](int64_t b, int slot) {
     if constexpr (NT == 1) _mm_prefetch(reinterpret_cast<const char*>(x + b) + pf, _MM_HINT_T1);
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].qs));
-    // low nibbles are elements 0..15, high nibbles 16..31
-    const __m256i codes = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), m4);
+    const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].qs)));
+    const __m256i codes = _mm256_and_si256(_mm256_srlv_epi32(q, lane_shift), m4);
     const __m256i qx = _mm256_shuffle_epi8(table, codes);
     const __m256i ax = _mm256_abs_epi8(qx);
     const float dx = blk::e8m0_half(x[b].e);
