@@ -23,7 +23,8 @@ import sys
 import tempfile
 
 INTRINSIC = re.compile(r"#\s*include\s*<(immintrin|x86intrin|emmintrin|xmmintrin|smmintrin)\.h>|\b_mm\d*_\w+\s*\(|\b__m(128|256|512)[id]?\b")
-WIDE_FILES = ("x86/vec_dot_avx512.cpp", "x86/gemm_q8_avx512.cpp", "x86/gemm_iq_avx512.cpp", "x86/vec_dot_vnni.cpp")
+WIDE_FILES = ("x86/vec_dot_avx512.cpp", "x86/gemm_q8_avx512.cpp", "x86/gemm_iq_avx512.cpp", "x86/vec_dot_vnni.cpp",
+              "x86/gemm_vnni.cpp")
 
 
 def check_sources(repo):

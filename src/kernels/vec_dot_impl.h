@@ -98,6 +98,17 @@ void gemm_iq2_xxs_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_
 void gemm_iq1_m_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                        size_t act_stride, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
                        void* panel);
+// The 256-bit prefill products for hosts without AVX-512 (gemm_avx2.cpp, gemm_vnni.cpp; the
+// loops in x86/gemm_q8_loops.h): the AVX2 forms, and the AVX-VNNI ones, called only where
+// cpu_has_avx_vnni(). Each act_sums pairs with its own gemm (the AVX2 Q8_0 one writes nothing).
+void act_sums_q8_0_avx2(int64_t n, const void* act, size_t act_stride, int64_t n_tok, int32_t* sums);
+void gemm_q8_0_avx2(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                    size_t act_stride, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
+                    void* panel);
+void act_sums_q8_0_vnni(int64_t n, const void* act, size_t act_stride, int64_t n_tok, int32_t* sums);
+void gemm_q8_0_vnni(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                    size_t act_stride, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
+                    void* panel);
 void dot_iq2_xxs_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);
 void dot_iq1_m_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);
 void dot_iq1_s_avx512(int64_t n, const void* w, const void* act, size_t act_stride, int nt, float* out);

@@ -1,0 +1,38 @@
+// AVX2 builds of the prefill products (vec_dot.h, DotKernel::act_sums and gemm) for hosts
+// without AVX-512: the loops live in gemm_q8_loops.h, shared with the AVX-VNNI build
+// (gemm_vnni.cpp). Here the int8 products are maddubs + madd.
+#include <immintrin.h>
+
+#include "kernels/vec_dot_impl.h"
+#include "kernels/x86/gemm_q8_loops.h"
+#include "kernels/x86/simd.h"
+
+namespace k3::kernels::impl {
+
+namespace {
+
+struct GemmAvx2 {
+  // Q8_0 keeps its weights signed: maddubs(|w|, sign(a, w)) cannot saturate (|w|·|a|·2 ≤
+  // 32512), where w + 128 against a could (gemm_q8_loops.h).
+  static constexpr bool kOffset = false;
+  // Tokens per pass over a panel: 4 token accumulators in int32 and 4 in float, with |w|,
+  // w and the broadcasts, fit the 16 ymm registers.
+  static constexpr int kTokens = 4;
+  static __m256i q8(__m256i acc, __m256i w, __m256i a) {
+    return _mm256_add_epi32(acc, simd::dot_ss(_mm256_abs_epi8(w), w, a, _mm256_set1_epi16(1)));
+  }
+};
+
+}  // namespace
+
+void act_sums_q8_0_avx2(int64_t n, const void* act, size_t act_stride, int64_t n_tok, int32_t* sums) {
+  q8gemm::act_sums<GemmAvx2>(n, act, act_stride, n_tok, sums);
+}
+
+void gemm_q8_0_avx2(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                    size_t act_stride, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
+                    void* panel) {
+  q8gemm::gemm<GemmAvx2>(n, w, row_stride, n_rows, act, act_stride, sums, n_tok, y, y_stride, panel);
+}
+
+}  // namespace k3::kernels::impl
