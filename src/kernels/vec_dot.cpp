@@ -48,8 +48,9 @@ const DotKernel kKernels[] = {
     {Type::Q6_K, A::Q8_K, impl::dot_q6_k, impl::dot_q6_k_scalar},
     {Type::IQ2_XXS, A::Q8_K, pick_avx512(impl::dot_iq2_xxs, impl::dot_iq2_xxs_avx512),
      impl::dot_iq2_xxs_scalar, pick_avx512(impl::dot_rows_iq2_xxs, impl::dot_rows_iq2_xxs_avx512),
-     pick_avx512<ActSumsFn>(nullptr, impl::act_sums_iq2_xxs_avx512),
-     pick_avx512<GemmFn>(nullptr, impl::gemm_iq2_xxs_avx512),
+     pick_avx512<ActSumsFn>(impl::act_sums_iq2_xxs_avx2, impl::act_sums_iq2_xxs_avx512),
+     pick_avx512<GemmFn>(pick_vnni<GemmFn>(impl::gemm_iq2_xxs_avx2, impl::gemm_iq2_xxs_vnni),
+                         impl::gemm_iq2_xxs_avx512),
      // AVX-512 decodes the file's layout about as fast as AVX2 the decode layout, without the
      // copy's memory (docs/kernels.md): no decode copy there.
      pick_avx512<DotRowsFn>(impl::dot_rows_iq2_xxs_decode, nullptr)},
@@ -61,8 +62,9 @@ const DotKernel kKernels[] = {
      pick_avx512<DotRowsFn>(impl::dot_rows_iq1_m_decode, impl::dot_rows_iq1_m_decode_avx512)},
     {Type::IQ1_M, A::Q8_K, pick_avx512(impl::dot_iq1_m, impl::dot_iq1_m_avx512), impl::dot_iq1_m_scalar,
      pick_avx512(impl::dot_rows_iq1_m, impl::dot_rows_iq1_m_avx512),
-     pick_avx512<ActSumsFn>(nullptr, impl::act_sums_iq1_m_avx512),
-     pick_avx512<GemmFn>(nullptr, impl::gemm_iq1_m_avx512),
+     pick_avx512<ActSumsFn>(impl::act_sums_iq1_m_avx2, impl::act_sums_iq1_m_avx512),
+     pick_avx512<GemmFn>(pick_vnni<GemmFn>(impl::gemm_iq1_m_avx2, impl::gemm_iq1_m_vnni),
+                         impl::gemm_iq1_m_avx512),
      pick_avx512<DotRowsFn>(impl::dot_rows_iq1_m_decode, impl::dot_rows_iq1_m_decode_avx512)},
 };
 

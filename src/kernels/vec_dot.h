@@ -17,7 +17,8 @@
 //   act_sums(n, act, act_stride, n_tok, sums) once per run: what the type's gemm needs of the
 //     tokens, in gemm_sums_ints(n, n_tok) int32s: Q8_0, per token and block, Σ of the
 //     activation bytes (sums[t·n/32 + b]; nothing for the AVX2 form, x86/gemm_q8_loops.h);
-//     IQ2_XXS and IQ1_M, the tokens repacked into tiles of 16 (x86/gemm_iq_avx512.cpp);
+//     IQ2_XXS and IQ1_M, the tokens repacked into tiles of 16 (x86/gemm_iq_avx512.cpp) or,
+//     in the same room, of 8 (the AVX2 and AVX-VNNI forms, x86/gemm_iq_loops.h);
 //   gemm(n, w, row_stride, n_rows, act, act_stride, sums, n_tok, y, y_stride, panel): y[t·y_stride
 //     + r] = Σ_k W_r[k]·A_t[k] for r < n_rows, t < n_tok; panel is scratch of
 //     gemm_panel_bytes(n). Each block's integer sum is the one dot() makes and blocks are

@@ -105,6 +105,22 @@ void act_sums_q8_0_avx2(int64_t n, const void* act, size_t act_stride, int64_t n
 void gemm_q8_0_avx2(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                     size_t act_stride, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
                     void* panel);
+// IQ2_XXS and IQ1_M (x86/gemm_iq_loops.h): act and act_stride unused; the AVX-VNNI gemms take
+// the AVX2 act_sums.
+void act_sums_iq2_xxs_avx2(int64_t n, const void* act, size_t act_stride, int64_t n_tok, int32_t* sums);
+void act_sums_iq1_m_avx2(int64_t n, const void* act, size_t act_stride, int64_t n_tok, int32_t* sums);
+void gemm_iq2_xxs_avx2(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                       size_t act_stride, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
+                       void* panel);
+void gemm_iq1_m_avx2(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                     size_t act_stride, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
+                     void* panel);
+void gemm_iq2_xxs_vnni(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                       size_t act_stride, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
+                       void* panel);
+void gemm_iq1_m_vnni(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                     size_t act_stride, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
+                     void* panel);
 void act_sums_q8_0_vnni(int64_t n, const void* act, size_t act_stride, int64_t n_tok, int32_t* sums);
 void gemm_q8_0_vnni(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                     size_t act_stride, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,

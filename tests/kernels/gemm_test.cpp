@@ -94,6 +94,14 @@ const TypeForms kForms[] = {
      {"avx2", impl::act_sums_q8_0_avx2, impl::gemm_q8_0_avx2, false},
      {"vnni", impl::act_sums_q8_0_vnni, impl::gemm_q8_0_vnni, true},
      {"avx512", impl::act_sums_q8_0_avx512, impl::gemm_q8_0_avx512, false}},
+    {Type::IQ2_XXS,
+     {"avx2", impl::act_sums_iq2_xxs_avx2, impl::gemm_iq2_xxs_avx2, false},
+     {"vnni", impl::act_sums_iq2_xxs_avx2, impl::gemm_iq2_xxs_vnni, true},
+     {"avx512", impl::act_sums_iq2_xxs_avx512, impl::gemm_iq2_xxs_avx512, false}},
+    {Type::IQ1_M,
+     {"avx2", impl::act_sums_iq1_m_avx2, impl::gemm_iq1_m_avx2, false},
+     {"vnni", impl::act_sums_iq1_m_avx2, impl::gemm_iq1_m_vnni, true},
+     {"avx512", impl::act_sums_iq1_m_avx512, impl::gemm_iq1_m_avx512, false}},
 };
 
 // Every output of y within float rounding of the twin (the tolerance of the dot tests), and
