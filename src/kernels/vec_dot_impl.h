@@ -83,8 +83,8 @@ bool cpu_has_avx512_iq();
 // (comparisons, tests). Same results every way, bit for bit.
 enum class IqLookup { gather, loads, codes };
 IqLookup cpu_iq_lookup();
-// The Q8_0 prefill product (gemm_q8_avx512.cpp, DotKernel::act_sums and gemm).
-void act_sums_q8_0_avx512(int64_t n, const void* act, size_t act_stride, int64_t n_tok, int32_t* sums);
+// The Q8_0 prefill product (gemm_q8_avx512.cpp, DotKernel::gemm; its act_sums is
+// act_sums_q8_0_plus128).
 void gemm_q8_0_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                       size_t act_stride, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
                       void* panel);
@@ -121,7 +121,8 @@ void gemm_iq2_xxs_vnni(int64_t n, const void* w, size_t row_stride, int64_t n_ro
 void gemm_iq1_m_vnni(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                      size_t act_stride, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
                      void* panel);
-void act_sums_q8_0_vnni(int64_t n, const void* act, size_t act_stride, int64_t n_tok, int32_t* sums);
+// Σa per token and block for the Q8_0 gemms whose panels hold w + 128 (AVX-VNNI, AVX-512).
+void act_sums_q8_0_plus128(int64_t n, const void* act, size_t act_stride, int64_t n_tok, int32_t* sums);
 void gemm_q8_0_vnni(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                     size_t act_stride, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
                     void* panel);

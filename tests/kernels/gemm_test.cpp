@@ -92,8 +92,8 @@ struct TypeForms {
 const TypeForms kForms[] = {
     {Type::Q8_0,
      {"avx2", impl::act_sums_q8_0_avx2, impl::gemm_q8_0_avx2, false},
-     {"vnni", impl::act_sums_q8_0_vnni, impl::gemm_q8_0_vnni, true},
-     {"avx512", impl::act_sums_q8_0_avx512, impl::gemm_q8_0_avx512, false}},
+     {"vnni", impl::act_sums_q8_0_plus128, impl::gemm_q8_0_vnni, true},
+     {"avx512", impl::act_sums_q8_0_plus128, impl::gemm_q8_0_avx512, false}},
     {Type::IQ2_XXS,
      {"avx2", impl::act_sums_iq2_xxs_avx2, impl::gemm_iq2_xxs_avx2, false},
      {"vnni", impl::act_sums_iq2_xxs_avx2, impl::gemm_iq2_xxs_vnni, true},

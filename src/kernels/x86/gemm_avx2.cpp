@@ -35,6 +35,18 @@ void act_sums_q8_0_avx2(int64_t n, const void* act, size_t act_stride, int64_t n
   q8gemm::act_sums<GemmAvx2>(n, act, act_stride, n_tok, sums);
 }
 
+// The Σa of the gemms whose panels carry the +128 (AVX-VNNI and AVX-512): plain AVX2 code, so
+// built here once, with the baseline flags, for both.
+namespace {
+struct Plus128 {
+  static constexpr bool kOffset = true;
+};
+}  // namespace
+
+void act_sums_q8_0_plus128(int64_t n, const void* act, size_t act_stride, int64_t n_tok, int32_t* sums) {
+  q8gemm::act_sums<Plus128>(n, act, act_stride, n_tok, sums);
+}
+
 void gemm_q8_0_avx2(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                     size_t act_stride, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
                     void* panel) {

@@ -34,6 +34,7 @@
 #include "kernels/act_quant.h"
 #include "kernels/vec_dot.h"
 #include "kernels/vec_dot_impl.h"
+#include "kernels/x86/gemm_token_tiles.h"
 #include "kernels/x86/iq_unpack_avx512.h"
 #include "kernels/x86/simd.h"
 #include "quant/blocks.h"
@@ -45,7 +46,7 @@ namespace {
 constexpr int kLanes = 16;  // tokens per tile: one zmm of int32 lanes
 constexpr int kLines = 64;  // 4-byte groups per 256-weight super-block
 constexpr int kBiasLines = 16;
-static_assert(kTileSuperblockInts == kLines * kLanes + kBiasLines * kLanes + kLanes);
+static_assert(kTileSuperblockInts == token_tile_ints<kLanes>());
 // gemm_tiles' four row buffers fit the caller's scratch from the smallest row on (it grows 18×).
 static_assert(4 * ((256 + 68 + 63) & ~63) + 64 <= gemm_panel_bytes(256));
 
@@ -54,36 +55,11 @@ inline int32_t* align64(int32_t* p) {
 }
 inline const int32_t* align64(const int32_t* p) { return align64(const_cast<int32_t*>(p)); }
 
-// Sub-blocks of G weights (32: IQ2_XXS; 16: IQ1_M), whose scale multiplies the integer sum.
+// Sub-blocks of G weights (32: IQ2_XXS; 16: IQ1_M), whose scale multiplies the integer sum;
+// the weights carry + 128.
 template <int G>
 void act_tiles(int64_t n, const void* act, size_t act_stride, int64_t n_tok, int32_t* out) {
-  const int64_t nsb = n / 256;
-  int32_t* base = align64(out);
-  for (int64_t i = 0; i * kLanes < n_tok; ++i) {
-    for (int64_t s = 0; s < nsb; ++s) {
-      int32_t* lines = base + (i * nsb + s) * kTileSuperblockInts;
-      int32_t* bias = lines + kLines * kLanes;
-      float* dy = reinterpret_cast<float*>(bias + kBiasLines * kLanes);
-      for (int l = 0; l < kLanes; ++l) {
-        const int64_t t = i * kLanes + l;
-        if (t >= n_tok) {
-          for (int k = 0; k < kLines; ++k) lines[k * kLanes + l] = 0;
-          for (int g = 0; g < 256 / G; ++g) bias[g * kLanes + l] = 0;
-          dy[l] = 0.0f;
-          continue;
-        }
-        const BlockQ8KA& y =
-            reinterpret_cast<const BlockQ8KA*>(static_cast<const uint8_t*>(act) + t * act_stride)[s];
-        for (int k = 0; k < kLines; ++k) std::memcpy(&lines[k * kLanes + l], y.qs + 4 * k, 4);
-        for (int g = 0; g < 256 / G; ++g) {
-          int32_t sum = 0;
-          for (int j = 0; j < G / 16; ++j) sum += y.bsums[g * (G / 16) + j];
-          bias[g * kLanes + l] = -128 * sum;
-        }
-        dy[l] = y.d;
-      }
-    }
-  }
+  token_tiles<kLanes, 64, G, 128>(n, act, act_stride, n_tok, out);
 }
 
 // A row decoded for the tiles: per super-block its 256 weights + 128 as unsigned bytes, the

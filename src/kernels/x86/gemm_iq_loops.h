@@ -35,6 +35,7 @@
 #include "kernels/vec_dot.h"
 #include "kernels/vec_dot_impl.h"
 #include "kernels/x86/gemm_iq_rows.h"
+#include "kernels/x86/gemm_token_tiles.h"
 #include "kernels/x86/simd.h"
 #include "quant/blocks.h"
 
@@ -46,7 +47,7 @@ namespace iqgemm {
 constexpr int kLanes = 8;   // tokens per tile: one ymm of int32 lanes
 constexpr int kLines = 64;  // 4-byte groups per 256-weight super-block
 constexpr int kBiasLines = 16;
-constexpr int64_t kTileInts = kLines * kLanes + kBiasLines * kLanes + kLanes;
+constexpr int64_t kTileInts = token_tile_ints<kLanes>();
 static_assert(2 * kTileInts <= kTileSuperblockInts, "two tiles of 8 in the room of one of 16");
 // The four row buffers fit the caller's scratch from the smallest row on.
 static_assert(4 * ((256 + 68 + 31) & ~31) + 32 <= gemm_panel_bytes(256));
@@ -58,33 +59,7 @@ inline const int32_t* align32(const int32_t* p) {
 // The repacked tokens (layout above) for sub-blocks of G weights and weights + Off.
 template <int G, int Off>
 void act_tiles(int64_t n, const void* act, size_t act_stride, int64_t n_tok, int32_t* out) {
-  const int64_t nsb = n / 256;
-  int32_t* base = const_cast<int32_t*>(align32(out));
-  for (int64_t i = 0; i * kLanes < n_tok; ++i) {
-    for (int64_t s = 0; s < nsb; ++s) {
-      int32_t* lines = base + (i * nsb + s) * kTileInts;
-      int32_t* bias = lines + kLines * kLanes;
-      float* dy = reinterpret_cast<float*>(bias + kBiasLines * kLanes);
-      for (int l = 0; l < kLanes; ++l) {
-        const int64_t t = i * kLanes + l;
-        if (t >= n_tok) {
-          for (int k = 0; k < kLines; ++k) lines[k * kLanes + l] = 0;
-          for (int g = 0; g < 256 / G; ++g) bias[g * kLanes + l] = 0;
-          dy[l] = 0.0f;
-          continue;
-        }
-        const BlockQ8KA& y =
-            reinterpret_cast<const BlockQ8KA*>(static_cast<const uint8_t*>(act) + t * act_stride)[s];
-        for (int k = 0; k < kLines; ++k) std::memcpy(&lines[k * kLanes + l], y.qs + 4 * k, 4);
-        for (int g = 0; g < 256 / G; ++g) {
-          int32_t sum = 0;
-          for (int j = 0; j < G / 16; ++j) sum += y.bsums[g * (G / 16) + j];
-          bias[g * kLanes + l] = -Off * sum;
-        }
-        dy[l] = y.d;
-      }
-    }
-  }
+  token_tiles<kLanes, 32, G, Off>(n, act, act_stride, n_tok, out);
 }
 
 // R decoded rows against one tile: out[r·8 + l] = row r's dot with the tile's token l. The R

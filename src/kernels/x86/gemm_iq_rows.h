@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "kernels/vec_dot_impl.h"
+#include "kernels/x86/iq_unpack_avx2.h"
 #include "kernels/x86/simd.h"
 #include "quant/blocks.h"
 #include "quant/codebooks.h"
@@ -29,15 +30,6 @@ struct RowBuf {
   int32_t* mult;
   float* d;
 };
-
-// Entries i0..i3 of a table of 64-bit rows, side by side: broadcast loads are load-port uops.
-inline __m256i grid4(const uint64_t* table, uint32_t i0, uint32_t i1, uint32_t i2, uint32_t i3) {
-  auto bc = [&](uint32_t i) {
-    return _mm256_castpd_si256(_mm256_broadcast_sd(reinterpret_cast<const double*>(table + i)));
-  };
-  return _mm256_blend_epi32(_mm256_blend_epi32(bc(i0), bc(i1), 0x0C),
-                            _mm256_blend_epi32(bc(i2), bc(i3), 0xC0), 0xF0);
-}
 
 // IQ2_XXS: per 32 weights two u32, 4 grid bytes and 4 × 7-bit sign indices + a 4-bit scale s
 // (2s + 1). Weights ±{8, 25, 43}: + 43 makes them unsigned and keeps maddubs' pair sums exact.
@@ -69,19 +61,6 @@ struct Iq2xxsRow {
 struct Iq1mRow {
   static constexpr int kGroup = 16, kOffset = 9;
   const uint64_t* grid = iq1_offset_grid();
-  static void indices(const blk::IQ1_M& x, uint16_t* idx) {
-    const __m128i m4 = _mm_set1_epi8(0x0F);
-    const __m128i qh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qh));
-    const __m128i lo = _mm_and_si128(qh, m4), hi = _mm_and_si128(_mm_srli_epi16(qh, 4), m4);
-    const __m128i n0 = _mm_unpacklo_epi8(lo, hi), n1 = _mm_unpackhi_epi8(lo, hi);
-    const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qs));
-    const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qs + 16));
-    __m128i* out = reinterpret_cast<__m128i*>(idx);
-    _mm_store_si128(out + 0, _mm_unpacklo_epi8(q0, n0));
-    _mm_store_si128(out + 1, _mm_unpackhi_epi8(q0, n0));
-    _mm_store_si128(out + 2, _mm_unpacklo_epi8(q1, n1));
-    _mm_store_si128(out + 3, _mm_unpackhi_epi8(q1, n1));
-  }
   static void scales(const blk::IQ1_M& x, int32_t* mult) {
     int64_t sc;
     std::memcpy(&sc, x.scales, 8);
@@ -102,7 +81,7 @@ struct Iq1mRow {
     const blk::IQ1_M* x = reinterpret_cast<const blk::IQ1_M*>(row);
     alignas(16) uint16_t idx[32];
     for (int64_t b = 0; b < nsb; ++b) {
-      indices(x[b], idx);
+      iq1m_indices(x[b], idx);
       K3_UNROLL for (int sb = 0; sb < 8; ++sb) {
         uint64_t i4;  // four indices in one GPR load
         std::memcpy(&i4, idx + 4 * sb, 8);

@@ -105,22 +105,6 @@ void run_tokens(int64_t nb, const uint8_t* pw, const float* ps, const uint8_t* a
 
 }  // namespace
 
-void act_sums_q8_0_avx512(int64_t n, const void* act, size_t act_stride, int64_t n_tok, int32_t* sums) {
-  const int64_t nb = n / 32;
-  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-  for (int64_t t = 0; t < n_tok; ++t) {
-    const BlockQ8_0A* y =
-        reinterpret_cast<const BlockQ8_0A*>(static_cast<const uint8_t*>(act) + t * act_stride);
-    for (int64_t b = 0; b < nb; ++b) {
-      // Σ (a + 128) over 32 bytes with one sad against zero, then minus 32·128.
-      const __m256i u = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[b].qs)), flip);
-      const __m256i q = _mm256_sad_epu8(u, _mm256_setzero_si256());
-      const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-      sums[t * nb + b] = static_cast<int32_t>(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 32 * 128;
-    }
-  }
-}
-
 void gemm_q8_0_avx512(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                       size_t act_stride, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
                       void* panel) {

@@ -24,10 +24,6 @@ struct GemmVnni {
 
 }  // namespace
 
-void act_sums_q8_0_vnni(int64_t n, const void* act, size_t act_stride, int64_t n_tok, int32_t* sums) {
-  q8gemm::act_sums<GemmVnni>(n, act, act_stride, n_tok, sums);
-}
-
 void gemm_q8_0_vnni(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                     size_t act_stride, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
                     void* panel) {

@@ -15,6 +15,7 @@
 #include "kernels/act_quant.h"
 #include "kernels/decode_layout.h"
 #include "quant/blocks.h"
+#include "kernels/x86/iq_unpack_avx2.h"
 #include "kernels/x86/rows_group.h"
 #include "kernels/x86/simd.h"
 #include "kernels/vec_dot_impl.h"
@@ -29,17 +30,6 @@ inline const __m256i* v256(const void* p) { return reinterpret_cast<const __m256
 // Rows per group of the multi-row entry points; the rest go one at a time. 4 gained no more
 // than 2 on short rows and lost a little on 7168-wide ones (16 ymm registers).
 constexpr int kGroupRows = 2;
-
-// Four 64-bit table entries into one vector. Broadcast loads are pure load-port uops, so
-// this costs 4 loads + 3 blends instead of GPR→vector inserts.
-inline __m256i gather4(const uint64_t* table, uint32_t i0, uint32_t i1, uint32_t i2, uint32_t i3) {
-  auto bc = [&](uint32_t i) {
-    return _mm256_castpd_si256(_mm256_broadcast_sd(reinterpret_cast<const double*>(table + i)));
-  };
-  const __m256i a = _mm256_blend_epi32(bc(i0), bc(i1), 0x0C);
-  const __m256i b = _mm256_blend_epi32(bc(i2), bc(i3), 0xC0);
-  return _mm256_blend_epi32(a, b, 0xF0);
-}
 
 // 4096 entries: index | (delta sign << 11) → bytes 8·grid + 9 + (sign ? −1 : +1), in [0, 18].
 struct Iq1OffsetGrid {
@@ -136,8 +126,8 @@ void iq2_xxs_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float
       K3_UNROLL for (int r = 0; r < R; ++r) {
         const uint8_t* a = reinterpret_cast<const uint8_t*>(x[r][b].qs) + 8 * sb;
         const uint32_t s = blk::load_u32(a + 4);
-        const __m256i g = gather4(grid, a[0], a[1], a[2], a[3]);
-        const __m256i sg = gather4(signs, s & 127, (s >> 7) & 127, (s >> 14) & 127, (s >> 21) & 127);
+        const __m256i g = grid4(grid, a[0], a[1], a[2], a[3]);
+        const __m256i sg = grid4(signs, s & 127, (s >> 7) & 127, (s >> 14) & 127, (s >> 21) & 127);
         const __m256i ls = pick_i16(scales[r], kIq2xxsScalePos[sb]);
         sumi[r] = _mm256_add_epi32(sumi[r], simd::dot_us(g, _mm256_sign_epi8(av, sg), ls));
       }
@@ -170,8 +160,8 @@ void iq2_xxs_tokens(int64_t n, const void* w, const void* act, size_t st, float*
     K3_UNROLL for (int sb = 0; sb < 8; ++sb) {
       const uint8_t* a = qb + 8 * sb;
       const uint32_t s = q[2 * sb + 1];
-      const __m256i g = gather4(grid, a[0], a[1], a[2], a[3]);
-      const __m256i sg = gather4(signs, s & 127, (s >> 7) & 127, (s >> 14) & 127, (s >> 21) & 127);
+      const __m256i g = grid4(grid, a[0], a[1], a[2], a[3]);
+      const __m256i sg = grid4(signs, s & 127, (s >> 7) & 127, (s >> 14) & 127, (s >> 21) & 127);
       const __m256i ls = pick_i16(scales, kIq2xxsScalePos[sb]);
       K3_UNROLL for (int t = 0; t < NT; ++t) {
         const __m256i av = _mm256_loadu_si256(v256(y[t][b].qs + 32 * sb));
@@ -217,8 +207,8 @@ void iq2_xs_nt(int64_t n, const void* w, const void* act, size_t st, float* out)
     K3_UNROLL for (int t = 0; t < NT; ++t) sumi[t] = _mm256_setzero_si256();
     K3_UNROLL for (int sb = 0; sb < 8; ++sb) {
       const uint16_t* v = q + 4 * sb;
-      const __m256i g = gather4(grid, v[0] & 511, v[1] & 511, v[2] & 511, v[3] & 511);
-      const __m256i sg = gather4(signs, v[0] >> 9, v[1] >> 9, v[2] >> 9, v[3] >> 9);
+      const __m256i g = grid4(grid, v[0] & 511, v[1] & 511, v[2] & 511, v[3] & 511);
+      const __m256i sg = grid4(signs, v[0] >> 9, v[1] >> 9, v[2] >> 9, v[3] >> 9);
       const __m256i ls = pick_i16(scales, sb);
       K3_UNROLL for (int t = 0; t < NT; ++t) {
         const __m256i av = _mm256_loadu_si256(v256(y[t][b].qs + 32 * sb));
@@ -306,17 +296,7 @@ inline void iq1m_scales(const uint8_t* field, __m256i& scales, __m256i& ls9) {
 
 // IQ1_M: the 32 indices are qs byte | qh nibble << 8 (nibble bit 3 = delta sign).
 inline void iq1m_unpack(const blk::IQ1_M& x, Iq1Unpacked& u) {
-  const __m128i m4 = _mm_set1_epi8(0x0F);
-  const __m128i qh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qh));
-  const __m128i lo = _mm_and_si128(qh, m4), hi = _mm_and_si128(_mm_srli_epi16(qh, 4), m4);
-  const __m128i n0 = _mm_unpacklo_epi8(lo, hi), n1 = _mm_unpackhi_epi8(lo, hi);
-  const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qs));
-  const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qs + 16));
-  __m128i* out = reinterpret_cast<__m128i*>(u.idx);
-  _mm_store_si128(out + 0, _mm_unpacklo_epi8(q0, n0));
-  _mm_store_si128(out + 1, _mm_unpackhi_epi8(q0, n0));
-  _mm_store_si128(out + 2, _mm_unpacklo_epi8(q1, n1));
-  _mm_store_si128(out + 3, _mm_unpackhi_epi8(q1, n1));
+  iq1m_indices(x, u.idx);
   iq1m_scales(x.scales, u.scales, u.ls9);
 }
 
@@ -346,8 +326,8 @@ void iq1_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* ou
       K3_UNROLL for (int r = 0; r < R; ++r) {
         uint64_t i4;
         std::memcpy(&i4, u[r].idx + 4 * sb, 8);
-        const __m256i wv = gather4(grid, static_cast<uint16_t>(i4), static_cast<uint16_t>(i4 >> 16),
-                                   static_cast<uint16_t>(i4 >> 32), static_cast<uint32_t>(i4 >> 48));
+        const __m256i wv = grid4(grid, static_cast<uint16_t>(i4), static_cast<uint16_t>(i4 >> 16),
+                                 static_cast<uint16_t>(i4 >> 32), static_cast<uint32_t>(i4 >> 48));
         sumi[r] = _mm256_add_epi32(sumi[r], simd::dot_us(wv, av, pick_i16(u[r].scales, sb)));
       }
     }
@@ -379,8 +359,8 @@ void iq1_tokens(int64_t n, const void* w, const void* act, size_t st, float* out
     K3_UNROLL for (int sb = 0; sb < 8; ++sb) {
       uint64_t i4;  // four indices in one GPR load
       std::memcpy(&i4, u.idx + 4 * sb, 8);
-      const __m256i wv = gather4(grid, static_cast<uint16_t>(i4), static_cast<uint16_t>(i4 >> 16),
-                                 static_cast<uint16_t>(i4 >> 32), static_cast<uint32_t>(i4 >> 48));
+      const __m256i wv = grid4(grid, static_cast<uint16_t>(i4), static_cast<uint16_t>(i4 >> 16),
+                               static_cast<uint16_t>(i4 >> 32), static_cast<uint32_t>(i4 >> 48));
       const __m256i ls = pick_i16(u.scales, sb);
       K3_UNROLL for (int t = 0; t < NT; ++t) {
         const __m256i av = _mm256_loadu_si256(v256(y[t][b].qs + 32 * sb));
