@@ -73,16 +73,21 @@ static void run_rows_gemm(const RowTask& t, int64_t r0, int64_t r1) {
     float* y = t.y + t0 * t.y_stride;
     const size_t ys = static_cast<size_t>(t.y_stride);
     k.act_sums(cols, a, t.act_stride, nt, sums.data());
+    // Rows r .. r + len of m: from its decode copy where it has one and the path a gemm for it.
+    auto gemm = [&](const WeightView& m, int64_t r, int64_t len, float* out, size_t os) {
+      if (m.decode && k.gemm_decode)
+        k.gemm_decode(cols, m.decode_row(r), m.decode_stride, len, a, t.act_stride, sums.data(), nt, out, os,
+                      panel.data());
+      else k.gemm(cols, m.row(r), m.row_stride, len, a, t.act_stride, sums.data(), nt, out, os, panel.data());
+    };
     if (!t.up) {
-      k.gemm(cols, w.row(r0), w.row_stride, r1 - r0, a, t.act_stride, sums.data(), nt, y + r0, ys,
-             panel.data());
+      gemm(w, r0, r1 - r0, y + r0, ys);
       continue;
     }
     for (int64_t rt = r0; rt < r1; rt += kFusedRows) {
       const int64_t len = std::min(kFusedRows, r1 - rt);
-      k.gemm(cols, w.row(rt), w.row_stride, len, a, t.act_stride, sums.data(), nt, y + rt, ys, panel.data());
-      k.gemm(cols, t.up->row(rt), t.up->row_stride, len, a, t.act_stride, sums.data(), nt, ubuf.data(),
-             static_cast<size_t>(len), panel.data());
+      gemm(w, rt, len, y + rt, ys);
+      gemm(*t.up, rt, len, ubuf.data(), static_cast<size_t>(len));
       for (int64_t i = 0; i < nt; ++i)
         t.act_fn(y + i * t.y_stride + rt, ubuf.data() + i * len, y + i * t.y_stride + rt, len, t.act_ctx);
     }

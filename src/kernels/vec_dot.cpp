@@ -53,7 +53,9 @@ const DotKernel kKernels[] = {
                          impl::gemm_iq2_xxs_avx512),
      // AVX-512 decodes the file's layout about as fast as AVX2 the decode layout, without the
      // copy's memory (docs/kernels.md): no decode copy there.
-     pick_avx512<DotRowsFn>(impl::dot_rows_iq2_xxs_decode, nullptr)},
+     pick_avx512<DotRowsFn>(impl::dot_rows_iq2_xxs_decode, nullptr),
+     pick_avx512<GemmFn>(pick_vnni<GemmFn>(impl::gemm_iq2_xxs_decode_avx2, impl::gemm_iq2_xxs_decode_vnni),
+                         nullptr)},
     {Type::IQ2_XS, A::Q8_K, pick_avx512(impl::dot_iq2_xs, impl::dot_iq2_xs_avx512), impl::dot_iq2_xs_scalar,
      pick_avx512<DotRowsFn>(nullptr, impl::dot_rows_iq2_xs_avx512)},
     {Type::IQ1_S, A::Q8_K, pick_avx512(impl::dot_iq1_s, impl::dot_iq1_s_avx512), impl::dot_iq1_s_scalar,
@@ -65,7 +67,9 @@ const DotKernel kKernels[] = {
      pick_avx512<ActSumsFn>(impl::act_sums_iq1_m_avx2, impl::act_sums_iq1_m_avx512),
      pick_avx512<GemmFn>(pick_vnni<GemmFn>(impl::gemm_iq1_m_avx2, impl::gemm_iq1_m_vnni),
                          impl::gemm_iq1_m_avx512),
-     pick_avx512<DotRowsFn>(impl::dot_rows_iq1_m_decode, impl::dot_rows_iq1_m_decode_avx512)},
+     pick_avx512<DotRowsFn>(impl::dot_rows_iq1_m_decode, impl::dot_rows_iq1_m_decode_avx512),
+     pick_avx512<GemmFn>(pick_vnni<GemmFn>(impl::gemm_iq1_m_decode_avx2, impl::gemm_iq1_m_decode_vnni),
+                         nullptr)},
 };
 
 #else

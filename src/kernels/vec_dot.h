@@ -81,6 +81,10 @@ struct DotKernel {
   // results bit for bit; null where the type has none or this CPU no kernel for it (then no
   // decode copy is made).
   DotRowsFn dot_rows_decode = nullptr;
+  // gemm over the same rows in the decode layout, with the type's act_sums and gemm's results
+  // bit for bit; where the path has one (the 256-bit IQ gemms), prefill reads the decode copy
+  // too, whose bytes unpack without table lookups.
+  GemmFn gemm_decode = nullptr;
 };
 
 const DotKernel* dot_kernel(quant::Type t);

@@ -123,6 +123,20 @@ void gemm_iq1_m_vnni(int64_t n, const void* w, size_t row_stride, int64_t n_rows
                      void* panel);
 // Σa per token and block for the Q8_0 gemms whose panels hold w + 128 (AVX-VNNI, AVX-512).
 void act_sums_q8_0_plus128(int64_t n, const void* act, size_t act_stride, int64_t n_tok, int32_t* sums);
+// The IQ gemms over rows in their decode layouts (kernels/decode_layout.h; DotKernel::gemm_decode):
+// the file-layout gemms' results bit for bit, with the same act_sums.
+void gemm_iq2_xxs_decode_avx2(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                              size_t act_stride, const int32_t* sums, int64_t n_tok, float* y,
+                              size_t y_stride, void* panel);
+void gemm_iq1_m_decode_avx2(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                            size_t act_stride, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
+                            void* panel);
+void gemm_iq2_xxs_decode_vnni(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                              size_t act_stride, const int32_t* sums, int64_t n_tok, float* y,
+                              size_t y_stride, void* panel);
+void gemm_iq1_m_decode_vnni(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
+                            size_t act_stride, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
+                            void* panel);
 void gemm_q8_0_vnni(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void* act,
                     size_t act_stride, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
                     void* panel);

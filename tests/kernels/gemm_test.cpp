@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/act_quant.h"
+#include "kernels/decode_layout.h"
 #include "kernels/random_weights.h"
 #include "kernels/vec_dot.h"
 #include "kernels/vec_dot_impl.h"
@@ -152,6 +153,46 @@ TEST(VecDotGemm, Avx2FormsMatchScalarTwinAndEachOther) {
     }
   }
   EXPECT_GT(checked, 500);
+}
+
+// The IQ gemms over rows rewritten into the decode layout (DotKernel::gemm_decode, what prefill
+// reads where the expert store made a decode copy) give the file-layout gemm's floats bit for bit,
+// AVX2 and, where the CPU has it, AVX-VNNI.
+TEST(VecDotGemm, DecodeLayoutRowsGiveTheFileRowsResults) {
+  struct DecodeForms {
+    Type type;
+    ActSumsFn act_sums;
+    GemmFn file, decode_avx2, decode_vnni;
+  };
+  const DecodeForms forms[] = {{Type::IQ2_XXS, impl::act_sums_iq2_xxs_avx2, impl::gemm_iq2_xxs_avx2,
+                                impl::gemm_iq2_xxs_decode_avx2, impl::gemm_iq2_xxs_decode_vnni},
+                               {Type::IQ1_M, impl::act_sums_iq1_m_avx2, impl::gemm_iq1_m_avx2,
+                                impl::gemm_iq1_m_decode_avx2, impl::gemm_iq1_m_decode_vnni}};
+  for (const DecodeForms& f : forms) {
+    const DotKernel* k = dot_kernel(f.type);
+    for (int64_t n : {256, 1024, 2048 + 512}) {
+      for (int64_t rows : {1, 4, 7, 9}) {
+        GemmCase c = make_case(*k, n, rows, 11u + static_cast<uint32_t>(n + rows));
+        const size_t ds = decode_row_bytes(f.type, n);
+        std::vector<uint8_t> dec(ds * static_cast<size_t>(rows));
+        for (int64_t r = 0; r < rows; ++r)
+          repack_for_decode(f.type, c.w.data() + r * c.rs, dec.data() + r * ds, n / 256);
+        for (int64_t n_tok : {1, 8, 9, 16, 17, 40}) {
+          const std::string what =
+              fmt::format("{} n={} rows={} tokens={}", quant::type_name(f.type), n, rows, n_tok);
+          const std::vector<float> want = run(c, f.act_sums, f.file, n_tok);
+          GemmCase d = c;
+          d.w = dec;
+          d.rs = ds;
+          for (GemmFn g : {f.decode_avx2, f.decode_vnni}) {
+            if (g == f.decode_vnni && !impl::cpu_has_avx_vnni()) continue;
+            const std::vector<float> got = run(d, f.act_sums, g, n_tok);
+            ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0) << what;
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

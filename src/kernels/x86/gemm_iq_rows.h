@@ -61,9 +61,9 @@ struct Iq2xxsRow {
 struct Iq1mRow {
   static constexpr int kGroup = 16, kOffset = 9;
   const uint64_t* grid = iq1_offset_grid();
-  static void scales(const blk::IQ1_M& x, int32_t* mult) {
+  static void scales(const uint8_t* field, int32_t* mult) {
     int64_t sc;
-    std::memcpy(&sc, x.scales, 8);
+    std::memcpy(&sc, field, 8);
     const __m128i words = _mm_set1_epi64x(sc);
     const __m256i shift = _mm256_setr_epi32(0, 3, 6, 9, 0, 3, 6, 9);
     for (int h = 0; h < 2; ++h) {  // sub-blocks 8h..8h+7: words 2h, 2h + 1, each four times
@@ -89,9 +89,58 @@ struct Iq1mRow {
                                  static_cast<uint16_t>(i4 >> 32), static_cast<uint32_t>(i4 >> 48));
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.w + 256 * b + 32 * sb), wv);
       }
-      scales(x[b], out.mult + 16 * b);
+      scales(x[b].scales, out.mult + 16 * b);
       out.d[b] = simd::f16(blk::iq1m_scale_bits(x[b].scales));
     }
+  }
+};
+
+// The same rows from their decode layouts (kernels/decode_layout.h), where the expert store made
+// one: the bytes come from shifts and byte shuffles instead of table lookups in memory, and are
+// the file decoders' bytes exactly (so the gemm's results are too).
+// IQ2_XXS: each 3-bit weight (code | sign << 2) indexes ±grid + 43 directly.
+struct Iq2xxsDecodeRow {
+  static constexpr int kGroup = 32, kOffset = 43;
+  void decode(const uint8_t* row, int64_t nsb, const RowBuf& out) const {
+    const Iq2xxsDecodeBlock* x = reinterpret_cast<const Iq2xxsDecodeBlock*>(row);
+    const __m256i values = _mm256_setr_epi8(51, 68, 86, 43, 35, 18, 0, 43, 43, 43, 43, 43, 43, 43, 43, 43, 51,
+                                            68, 86, 43, 35, 18, 0, 43, 43, 43, 43, 43, 43, 43, 43, 43);
+    const __m256i lane_shift = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);
+    for (int64_t b = 0; b < nsb; ++b) {
+      K3_UNROLL for (int g = 0; g < 8; ++g) {
+        const __m256i bytes =
+            _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].w + 16 * g)));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.w + 256 * b + 32 * g),
+                            _mm256_shuffle_epi8(values, _mm256_srlv_epi32(bytes, lane_shift)));
+        out.mult[16 * b + g] = x[b].ls[g];
+      }
+      out.d[b] = x[b].d;
+    }
+  }
+};
+
+// IQ1_M: Iq1mDecodeGroups gives the offset grid's bytes; the scales field is IQ1_M's.
+struct Iq1mDecodeRow {
+  static constexpr int kGroup = 16, kOffset = 9;
+  const Iq1mDecodeGroups groups;
+  void decode(const uint8_t* row, int64_t nsb, const RowBuf& out) const {
+    const Iq1mDecodeBlock* x = reinterpret_cast<const Iq1mDecodeBlock*>(row);
+    for (int64_t b = 0; b < nsb; ++b) {
+      uint8_t* w = out.w + 256 * b;
+      store(w, 0, groups.group<0>(x[b]));
+      store(w, 1, groups.group<1>(x[b]));
+      store(w, 2, groups.group<2>(x[b]));
+      store(w, 3, groups.group<3>(x[b]));
+      store(w, 4, groups.group<4>(x[b]));
+      store(w, 5, groups.group<5>(x[b]));
+      store(w, 6, groups.group<6>(x[b]));
+      store(w, 7, groups.group<7>(x[b]));
+      Iq1mRow::scales(x[b].scales, out.mult + 16 * b);
+      out.d[b] = simd::f16(blk::iq1m_scale_bits(x[b].scales));
+    }
+  }
+  static void store(uint8_t* w, int sb, __m256i v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(w + 32 * sb), v);
   }
 };
 

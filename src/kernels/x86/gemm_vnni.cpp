@@ -40,4 +40,15 @@ void gemm_iq1_m_vnni(int64_t n, const void* w, size_t row_stride, int64_t n_rows
   iqgemm::gemm<GemmVnni, iqgemm::Iq1mRow>(n, w, row_stride, n_rows, sums, n_tok, y, y_stride, panel);
 }
 
+void gemm_iq2_xxs_decode_vnni(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void*,
+                              size_t, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
+                              void* panel) {
+  iqgemm::gemm<GemmVnni, iqgemm::Iq2xxsDecodeRow>(n, w, row_stride, n_rows, sums, n_tok, y, y_stride, panel);
+}
+
+void gemm_iq1_m_decode_vnni(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void*, size_t,
+                            const int32_t* sums, int64_t n_tok, float* y, size_t y_stride, void* panel) {
+  iqgemm::gemm<GemmVnni, iqgemm::Iq1mDecodeRow>(n, w, row_stride, n_rows, sums, n_tok, y, y_stride, panel);
+}
+
 }  // namespace k3::kernels::impl

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "kernels/decode_layout.h"
 #include "quant/blocks.h"
 
 namespace k3::kernels::impl {
@@ -37,6 +38,41 @@ inline void iq1m_indices(const quant::blk::IQ1_M& x, uint16_t* idx) {
   _mm_store_si128(out + 2, _mm_unpacklo_epi8(q1, n1));
   _mm_store_si128(out + 3, _mm_unpackhi_epi8(q1, n1));
 }
+
+// IQ1_M's decode layout (kernels/decode_layout.h), group sb (32 weights, sb = 2p + h): the 16
+// code bytes of quarter p broadcast to both 128-bit lanes; lane L wants bit pair k = 2h + L of
+// every byte at bits 3..4, which is 8·code: one variable dword shift (left 3 − 2k or right
+// 2k − 3; bits pushed into a neighbouring byte are masked off). The delta adds 2 to the bytes of
+// dword i where bit 8·sb + i of delta_plus is set: one OR with a row of a 256-entry table
+// indexed by that byte (8 KiB, stays in L1; computing the mask took four vector uops, the table
+// one). The bytes are the offset grid's 8·grid + 9 ± 1 (iq1_offset_grid) exactly.
+struct Iq1mDecodeGroups {
+  struct PlusTwo {
+    alignas(32) uint8_t v[256][32];
+    PlusTwo() {
+      for (int m = 0; m < 256; ++m)
+        for (int i = 0; i < 32; ++i) v[m][i] = (m >> (i / 4) & 1) ? 2 : 0;
+    }
+  };
+  const PlusTwo& plus = table();
+  const __m256i code_left = _mm256_setr_epi32(3, 3, 3, 3, 1, 1, 1, 1);   // h = 0: k = 0, 1
+  const __m256i code_right = _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3);  // h = 1: k = 2, 3
+  const __m256i m18 = _mm256_set1_epi8(0x18);
+  static const PlusTwo& table() {
+    static const PlusTwo t;
+    return t;
+  }
+  template <int kSb>
+  __m256i group(const Iq1mDecodeBlock& x) const {
+    const __m256i codes = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.codes + 16 * (kSb / 2))));
+    const __m256i moved =
+        kSb % 2 == 0 ? _mm256_sllv_epi32(codes, code_left) : _mm256_srlv_epi32(codes, code_right);
+    const uint8_t plus_bits = reinterpret_cast<const uint8_t*>(&x.delta_plus)[kSb];
+    return _mm256_or_si256(_mm256_and_si256(moved, m18),
+                           _mm256_load_si256(reinterpret_cast<const __m256i*>(plus.v[plus_bits])));
+  }
+};
 
 }  // namespace
 }  // namespace k3::kernels::impl

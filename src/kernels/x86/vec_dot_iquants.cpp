@@ -397,27 +397,23 @@ void iq1_m_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* 
                           [](const blk::IQ1_M& x) { return simd::f16(blk::iq1m_scale_bits(x.scales)); });
 }
 
-// IQ1_M in its decode layout (kernels/decode_layout.h), without the grid: group sb (32
-// weights, sb = 2p + h) takes the 16 code bytes of quarter p, broadcast to both 128-bit lanes;
-// lane L wants bit pair k = 2h + L of every byte moved to bits 3..4, which is 8·code: one
-// variable dword shift (left 3 − 2k or right 2k − 3; bits pushed into a neighbouring byte are
-// masked off). The delta adds 2 to the bytes of dword i where bit 8·sb + i of delta_plus is set:
-// one OR with a row of a 256-entry table indexed by that byte of delta_plus (8 KiB, stays in
-// L1; computing the mask took four vector uops, the table one). The bytes are then the offset
-// grid's 8·grid + 9 ± 1 exactly, so the rest (maddubs, the scales, −9·Σa) is the file layout
-// kernel's and the integer sums and float steps equal it bit for bit. Seven vector uops per 32
-// weights against about twelve with the grid gathers and the index unpacking.
-struct PlusTwoRows {
-  alignas(32) uint8_t v[256][32];
-  PlusTwoRows() {
-    for (int m = 0; m < 256; ++m)
-      for (int i = 0; i < 32; ++i) v[m][i] = (m >> (i / 4) & 1) ? 2 : 0;
+// IQ1_M in its decode layout (kernels/decode_layout.h), without the grid: each group's bytes
+// from Iq1mDecodeGroups (iq_unpack_avx2.h) are the offset grid's 8·grid + 9 ± 1 exactly, so
+// the rest (maddubs, the scales, −9·Σa) is the file layout kernel's and the integer sums and
+// float steps equal it bit for bit. Seven vector uops per 32 weights against about twelve with
+// the grid gathers and the index unpacking.
+// Group sb of a block; sb is a constant in the unrolled loops, so the switch folds away.
+inline __m256i group_of(const Iq1mDecodeGroups& g, const Iq1mDecodeBlock& x, int sb) {
+  switch (sb) {
+    case 0: return g.group<0>(x);
+    case 1: return g.group<1>(x);
+    case 2: return g.group<2>(x);
+    case 3: return g.group<3>(x);
+    case 4: return g.group<4>(x);
+    case 5: return g.group<5>(x);
+    case 6: return g.group<6>(x);
+    default: return g.group<7>(x);
   }
-};
-
-const PlusTwoRows& plus_two_rows() {
-  static const PlusTwoRows t;
-  return t;
 }
 
 template <int R>
@@ -425,10 +421,7 @@ void iq1_m_decode_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, 
   const Iq1mDecodeBlock* x[R];
   K3_UNROLL for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const Iq1mDecodeBlock*>(w + r * rs);
   const BlockQ8KA* y = static_cast<const BlockQ8KA*>(act);
-  const PlusTwoRows& plus = plus_two_rows();
-  const __m256i code_left = _mm256_setr_epi32(3, 3, 3, 3, 1, 1, 1, 1);   // h = 0: k = 0, 1
-  const __m256i code_right = _mm256_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3);  // h = 1: k = 2, 3
-  const __m256i m18 = _mm256_set1_epi8(0x18);
+  const Iq1mDecodeGroups groups;
   const size_t pf = prefetch_distance<R>(rs);
   __m256 acc[R];
   K3_UNROLL for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
@@ -444,13 +437,7 @@ void iq1_m_decode_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, 
     K3_UNROLL for (int sb = 0; sb < 8; ++sb) {
       const __m256i av = _mm256_loadu_si256(v256(y[b].qs + 32 * sb));
       K3_UNROLL for (int r = 0; r < R; ++r) {
-        const __m256i codes = _mm256_broadcastsi128_si256(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[r][b].codes + 16 * (sb / 2))));
-        const __m256i moved =
-            sb % 2 == 0 ? _mm256_sllv_epi32(codes, code_left) : _mm256_srlv_epi32(codes, code_right);
-        const uint8_t plus_bits = reinterpret_cast<const uint8_t*>(&x[r][b].delta_plus)[sb];
-        const __m256i wv =
-            _mm256_or_si256(_mm256_and_si256(moved, m18), _mm256_load_si256(v256(plus.v[plus_bits])));
+        const __m256i wv = group_of(groups, x[r][b], sb);
         sumi[r] = _mm256_add_epi32(sumi[r], simd::dot_us(wv, av, pick_i16(scales[r], sb)));
       }
     }
