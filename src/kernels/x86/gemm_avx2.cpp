@@ -61,25 +61,9 @@ void act_sums_iq1_m_avx2(int64_t n, const void* act, size_t act_stride, int64_t 
   iqgemm::act_tiles<iqgemm::Iq1mRow::kGroup, iqgemm::Iq1mRow::kOffset>(n, act, act_stride, n_tok, sums);
 }
 
-void gemm_iq2_xxs_avx2(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void*, size_t,
-                       const int32_t* sums, int64_t n_tok, float* y, size_t y_stride, void* panel) {
-  iqgemm::gemm<GemmAvx2, iqgemm::Iq2xxsRow>(n, w, row_stride, n_rows, sums, n_tok, y, y_stride, panel);
-}
-
-void gemm_iq1_m_avx2(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void*, size_t,
-                     const int32_t* sums, int64_t n_tok, float* y, size_t y_stride, void* panel) {
-  iqgemm::gemm<GemmAvx2, iqgemm::Iq1mRow>(n, w, row_stride, n_rows, sums, n_tok, y, y_stride, panel);
-}
-
-void gemm_iq2_xxs_decode_avx2(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void*,
-                              size_t, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
-                              void* panel) {
-  iqgemm::gemm<GemmAvx2, iqgemm::Iq2xxsDecodeRow>(n, w, row_stride, n_rows, sums, n_tok, y, y_stride, panel);
-}
-
-void gemm_iq1_m_decode_avx2(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void*, size_t,
-                            const int32_t* sums, int64_t n_tok, float* y, size_t y_stride, void* panel) {
-  iqgemm::gemm<GemmAvx2, iqgemm::Iq1mDecodeRow>(n, w, row_stride, n_rows, sums, n_tok, y, y_stride, panel);
-}
+K3_IQ_GEMM(gemm_iq2_xxs_avx2, GemmAvx2, Iq2xxsRow)
+K3_IQ_GEMM(gemm_iq1_m_avx2, GemmAvx2, Iq1mRow)
+K3_IQ_GEMM(gemm_iq2_xxs_decode_avx2, GemmAvx2, Iq2xxsDecodeRow)
+K3_IQ_GEMM(gemm_iq1_m_decode_avx2, GemmAvx2, Iq1mDecodeRow)
 
 }  // namespace k3::kernels::impl

@@ -141,3 +141,12 @@ void gemm(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const int
 
 }  // namespace
 }  // namespace k3::kernels::impl
+
+// Defines the GemmFn entry point `name` (vec_dot_impl.h) over iqgemm::gemm<Dot, iqgemm::Row>: the
+// files that compile these loops for one instruction set each (gemm_avx2.cpp, gemm_vnni.cpp).
+// act and act_stride are unused: the tokens come repacked in sums.
+#define K3_IQ_GEMM(name, Dot, Row)                                                             \
+  void name(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void*, size_t,  \
+            const int32_t* sums, int64_t n_tok, float* y, size_t y_stride, void* panel) {      \
+    iqgemm::gemm<Dot, iqgemm::Row>(n, w, row_stride, n_rows, sums, n_tok, y, y_stride, panel); \
+  }

@@ -98,20 +98,15 @@ struct Iq1mRow {
 // The same rows from their decode layouts (kernels/decode_layout.h), where the expert store made
 // one: the bytes come from shifts and byte shuffles instead of table lookups in memory, and are
 // the file decoders' bytes exactly (so the gemm's results are too).
-// IQ2_XXS: each 3-bit weight (code | sign << 2) indexes ±grid + 43 directly.
+// IQ2_XXS: each 3-bit weight (code | sign << 2) indexes ±grid + 43 (Iq2xxsDecodeGroups).
 struct Iq2xxsDecodeRow {
   static constexpr int kGroup = 32, kOffset = 43;
+  const Iq2xxsDecodeGroups groups{kOffset};
   void decode(const uint8_t* row, int64_t nsb, const RowBuf& out) const {
     const Iq2xxsDecodeBlock* x = reinterpret_cast<const Iq2xxsDecodeBlock*>(row);
-    const __m256i values = _mm256_setr_epi8(51, 68, 86, 43, 35, 18, 0, 43, 43, 43, 43, 43, 43, 43, 43, 43, 51,
-                                            68, 86, 43, 35, 18, 0, 43, 43, 43, 43, 43, 43, 43, 43, 43);
-    const __m256i lane_shift = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);
     for (int64_t b = 0; b < nsb; ++b) {
       K3_UNROLL for (int g = 0; g < 8; ++g) {
-        const __m256i bytes =
-            _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].w + 16 * g)));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.w + 256 * b + 32 * g),
-                            _mm256_shuffle_epi8(values, _mm256_srlv_epi32(bytes, lane_shift)));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.w + 256 * b + 32 * g), groups.group(x[b], g));
         out.mult[16 * b + g] = x[b].ls[g];
       }
       out.d[b] = x[b].d;
@@ -126,21 +121,11 @@ struct Iq1mDecodeRow {
   void decode(const uint8_t* row, int64_t nsb, const RowBuf& out) const {
     const Iq1mDecodeBlock* x = reinterpret_cast<const Iq1mDecodeBlock*>(row);
     for (int64_t b = 0; b < nsb; ++b) {
-      uint8_t* w = out.w + 256 * b;
-      store(w, 0, groups.group<0>(x[b]));
-      store(w, 1, groups.group<1>(x[b]));
-      store(w, 2, groups.group<2>(x[b]));
-      store(w, 3, groups.group<3>(x[b]));
-      store(w, 4, groups.group<4>(x[b]));
-      store(w, 5, groups.group<5>(x[b]));
-      store(w, 6, groups.group<6>(x[b]));
-      store(w, 7, groups.group<7>(x[b]));
+      K3_UNROLL for (int sb = 0; sb < 8; ++sb)
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.w + 256 * b + 32 * sb), groups.group(x[b], sb));
       Iq1mRow::scales(x[b].scales, out.mult + 16 * b);
       out.d[b] = simd::f16(blk::iq1m_scale_bits(x[b].scales));
     }
-  }
-  static void store(uint8_t* w, int sb, __m256i v) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(w + 32 * sb), v);
   }
 };
 

@@ -30,25 +30,9 @@ void gemm_q8_0_vnni(int64_t n, const void* w, size_t row_stride, int64_t n_rows,
   q8gemm::gemm<GemmVnni>(n, w, row_stride, n_rows, act, act_stride, sums, n_tok, y, y_stride, panel);
 }
 
-void gemm_iq2_xxs_vnni(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void*, size_t,
-                       const int32_t* sums, int64_t n_tok, float* y, size_t y_stride, void* panel) {
-  iqgemm::gemm<GemmVnni, iqgemm::Iq2xxsRow>(n, w, row_stride, n_rows, sums, n_tok, y, y_stride, panel);
-}
-
-void gemm_iq1_m_vnni(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void*, size_t,
-                     const int32_t* sums, int64_t n_tok, float* y, size_t y_stride, void* panel) {
-  iqgemm::gemm<GemmVnni, iqgemm::Iq1mRow>(n, w, row_stride, n_rows, sums, n_tok, y, y_stride, panel);
-}
-
-void gemm_iq2_xxs_decode_vnni(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void*,
-                              size_t, const int32_t* sums, int64_t n_tok, float* y, size_t y_stride,
-                              void* panel) {
-  iqgemm::gemm<GemmVnni, iqgemm::Iq2xxsDecodeRow>(n, w, row_stride, n_rows, sums, n_tok, y, y_stride, panel);
-}
-
-void gemm_iq1_m_decode_vnni(int64_t n, const void* w, size_t row_stride, int64_t n_rows, const void*, size_t,
-                            const int32_t* sums, int64_t n_tok, float* y, size_t y_stride, void* panel) {
-  iqgemm::gemm<GemmVnni, iqgemm::Iq1mDecodeRow>(n, w, row_stride, n_rows, sums, n_tok, y, y_stride, panel);
-}
+K3_IQ_GEMM(gemm_iq2_xxs_vnni, GemmVnni, Iq2xxsRow)
+K3_IQ_GEMM(gemm_iq1_m_vnni, GemmVnni, Iq1mRow)
+K3_IQ_GEMM(gemm_iq2_xxs_decode_vnni, GemmVnni, Iq2xxsDecodeRow)
+K3_IQ_GEMM(gemm_iq1_m_decode_vnni, GemmVnni, Iq1mDecodeRow)
 
 }  // namespace k3::kernels::impl

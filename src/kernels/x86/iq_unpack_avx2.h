@@ -62,15 +62,35 @@ struct Iq1mDecodeGroups {
     static const PlusTwo t;
     return t;
   }
-  template <int kSb>
-  __m256i group(const Iq1mDecodeBlock& x) const {
+  // sb is a constant in the callers' unrolled loops, so the shift choice folds away.
+  __m256i group(const Iq1mDecodeBlock& x, int sb) const {
     const __m256i codes = _mm256_broadcastsi128_si256(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.codes + 16 * (kSb / 2))));
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.codes + 16 * (sb / 2))));
     const __m256i moved =
-        kSb % 2 == 0 ? _mm256_sllv_epi32(codes, code_left) : _mm256_srlv_epi32(codes, code_right);
-    const uint8_t plus_bits = reinterpret_cast<const uint8_t*>(&x.delta_plus)[kSb];
+        sb % 2 == 0 ? _mm256_sllv_epi32(codes, code_left) : _mm256_srlv_epi32(codes, code_right);
+    const uint8_t plus_bits = reinterpret_cast<const uint8_t*>(&x.delta_plus)[sb];
     return _mm256_or_si256(_mm256_and_si256(moved, m18),
                            _mm256_load_si256(reinterpret_cast<const __m256i*>(plus.v[plus_bits])));
+  }
+};
+
+// IQ2_XXS's decode layout, group g (32 weights): the 16 bytes broadcast to both 128-bit lanes
+// and shifted down by 0 (lane 0) or 4 bits (lane 1) are pshufb indices as they stand (bits 3
+// and 7 are clear) into a table of ±grid + offset (grid bytes 8, 25, 43; the offset makes them
+// unsigned for maddubs: 64 in the dot kernel, 43 in the gemm), so each weight costs no lookup
+// in memory.
+struct Iq2xxsDecodeGroups {
+  __m256i values;
+  const __m256i lane_shift = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);
+  explicit Iq2xxsDecodeGroups(int offset) {
+    const __m256i signed_grid = _mm256_setr_epi8(8, 25, 43, 0, -8, -25, -43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 25,
+                                                 43, 0, -8, -25, -43, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    values = _mm256_add_epi8(signed_grid, _mm256_set1_epi8(static_cast<char>(offset)));
+  }
+  __m256i group(const Iq2xxsDecodeBlock& x, int g) const {
+    const __m256i bytes =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.w + 16 * g)));
+    return _mm256_shuffle_epi8(values, _mm256_srlv_epi32(bytes, lane_shift));
   }
 };
 

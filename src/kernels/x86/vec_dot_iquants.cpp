@@ -402,20 +402,6 @@ void iq1_m_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* 
 // the rest (maddubs, the scales, −9·Σa) is the file layout kernel's and the integer sums and
 // float steps equal it bit for bit. Seven vector uops per 32 weights against about twelve with
 // the grid gathers and the index unpacking.
-// Group sb of a block; sb is a constant in the unrolled loops, so the switch folds away.
-inline __m256i group_of(const Iq1mDecodeGroups& g, const Iq1mDecodeBlock& x, int sb) {
-  switch (sb) {
-    case 0: return g.group<0>(x);
-    case 1: return g.group<1>(x);
-    case 2: return g.group<2>(x);
-    case 3: return g.group<3>(x);
-    case 4: return g.group<4>(x);
-    case 5: return g.group<5>(x);
-    case 6: return g.group<6>(x);
-    default: return g.group<7>(x);
-  }
-}
-
 template <int R>
 void iq1_m_decode_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, float* out) {
   const Iq1mDecodeBlock* x[R];
@@ -437,7 +423,7 @@ void iq1_m_decode_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, 
     K3_UNROLL for (int sb = 0; sb < 8; ++sb) {
       const __m256i av = _mm256_loadu_si256(v256(y[b].qs + 32 * sb));
       K3_UNROLL for (int r = 0; r < R; ++r) {
-        const __m256i wv = group_of(groups, x[r][b], sb);
+        const __m256i wv = groups.group(x[r][b], sb);
         sumi[r] = _mm256_add_epi32(sumi[r], simd::dot_us(wv, av, pick_i16(scales[r], sb)));
       }
     }
@@ -449,10 +435,9 @@ void iq1_m_decode_rows(int64_t n, const uint8_t* w, size_t rs, const void* act, 
   K3_UNROLL for (int r = 0; r < R; ++r) out[r] = 0.125f * simd::hsum(acc[r]);
 }
 
-// IQ2_XXS in its decode layout (kernels/decode_layout.h): the 16 bytes of group g, broadcast to
-// both 128-bit lanes and shifted down by 0 (lane 0) or 4 bits (lane 1), are pshufb indices
-// (bits 3 and 7 are clear) into the 16-byte table of grid value · sign + 64 ∈ [21, 107]:
-// unsigned, as maddubs wants, with no sign table. The +64 comes out in int16, where
+// IQ2_XXS in its decode layout (kernels/decode_layout.h): Iq2xxsDecodeGroups (iq_unpack_avx2.h)
+// gives each group's weights as ±grid + 64 ∈ [21, 107]: unsigned, as maddubs wants, with no
+// sign table. The +64 comes out in int16, where
 // maddubs(64, a) (once per group for all the rows) is subtracted from each pair sum, so the
 // pairs are Σ w·a exactly as the file kernel's maddubs(|w|, ±a) makes them (|pair| ≤ 2·107·127
 // < 2^15: no saturation), and madd by the group scale and the float steps are the file
@@ -463,9 +448,7 @@ void iq2_xxs_decode_rows(int64_t n, const uint8_t* w, size_t rs, const void* act
   const Iq2xxsDecodeBlock* x[R];
   K3_UNROLL for (int r = 0; r < R; ++r) x[r] = reinterpret_cast<const Iq2xxsDecodeBlock*>(w + r * rs);
   const BlockQ8KA* y = static_cast<const BlockQ8KA*>(act);
-  const __m256i values = _mm256_setr_epi8(72, 89, 107, 64, 56, 39, 21, 64, 64, 64, 64, 64, 64, 64, 64, 64, 72,
-                                          89, 107, 64, 56, 39, 21, 64, 64, 64, 64, 64, 64, 64, 64, 64);
-  const __m256i lane_shift = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);
+  const Iq2xxsDecodeGroups groups(64);
   const __m256i k64 = _mm256_set1_epi8(64);
   const size_t pf = prefetch_distance<R>(rs);
   __m256 acc[R];
@@ -482,9 +465,7 @@ void iq2_xxs_decode_rows(int64_t n, const uint8_t* w, size_t rs, const void* act
       const __m256i av = _mm256_loadu_si256(v256(y[b].qs + 32 * g));
       const __m256i bias = _mm256_maddubs_epi16(k64, av);
       K3_UNROLL for (int r = 0; r < R; ++r) {
-        const __m256i bytes = _mm256_broadcastsi128_si256(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[r][b].w + 16 * g)));
-        const __m256i wv = _mm256_shuffle_epi8(values, _mm256_srlv_epi32(bytes, lane_shift));
+        const __m256i wv = groups.group(x[r][b], g);
         const __m256i pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(wv, av), bias);
         sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(pairs, pick_i16(ls[r], g)));
       }
