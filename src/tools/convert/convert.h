@@ -6,7 +6,7 @@
 // file or key, and leaves no output file (the writer renames its temporaries only on
 // success). Routed experts stored as packed MXFP4 (U8 weight_packed + E8M0 weight_scale) are
 // repacked byte for byte into GGUF MXFP4, never requantized. Unknown language-model tensors
-// are an error; vision tensors are dropped.
+// are an error; vision tensors are dropped (`--mmproj` converts them instead: vision.h).
 #pragma once
 
 #include <cstdint>
