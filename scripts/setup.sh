@@ -16,6 +16,8 @@ PKGS=(
   build-essential cmake ninja-build ccache pkg-config
   libfmt-dev nlohmann-json3-dev libcli11-dev liburing-dev
   zlib1g-dev libbrotli-dev       # gzip/br request bodies (cpp-httplib is vendored: third_party/)
+  libpng-dev libjpeg62-turbo-dev # images for the vision tower: PNG, JPEG (docs/vision.md)
+  libwebp-dev libgif-dev         # ... WebP (with libwebpdemux, and libwebpmux for the tests), GIF
   libgtest-dev libgmock-dev libbenchmark-dev
   clang clang-format python3
   openmpi-bin libopenmpi-dev     # distributed runs: mpirun -np N k3 … (docs/distributed.md)
