@@ -11,8 +11,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
+#include "chat/image_tokens.h"
 #include "text/chat_template.h"
 
 namespace k3::text {
@@ -25,9 +27,14 @@ struct ChatPrompt {
   std::vector<int32_t> tokens;
   size_t history_end = 0;
   bool thinking = false;
+  std::vector<size_t> image_at;  // per image given: the index of its first row in tokens
 };
 
+// images: empty (a text-only prompt: image parts stay placeholder text, as the reference
+// renders them without a tower), or one per image segment of `segs`, in order; each becomes
+// the layout of chat/image_tokens.h. A count that differs is an error.
 ChatPrompt tokenize_chat(const text::Tokenizer& tok, const std::vector<text::ChatSegment>& segs,
-                         const std::vector<text::ChatSegment>& history);
+                         const std::vector<text::ChatSegment>& history,
+                         std::span<const ImageSlot> images = {});
 
 }  // namespace k3::chat

@@ -8,13 +8,16 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <algorithm>
 #include <optional>
 #include <string>
 
 #include "cli/answer_printer.h"
+#include "cli/chat_images.h"
 #include "cli/chat_input.h"
 #include "cli/chat_session.h"
 #include "core/error.h"
+#include "image/image.h"
 #include "text/json_py.h"
 
 namespace k3::cli {
@@ -49,6 +52,8 @@ const char* kCommandHelp =
     "  /load FILE     replace the conversation with one saved by /save (and its state, when\n"
     "                 FILE.k3state is of this model: no prefill)\n"
     "  /regen         drop the last answer and generate it again\n"
+    "  /image PATH    send a picture with the next message (--mmproj); image paths in a\n"
+    "                 message (e.g. dragged into the terminal) are attached too\n"
     "  /exit          leave (also /quit, Ctrl-D, or Ctrl-C at an empty prompt)\n"
     "input: a line ending in \\ continues on the next; \"\"\" on a line starts and ends a block;\n"
     "a message that starts with / is written //…; Ctrl-C stops an answer, twice leaves.\n";
@@ -123,7 +128,14 @@ class ChatLoop {
   // A user message: answered, or dropped again when no answer came; false: leave.
   bool message(std::string text) {
     if (text.starts_with("//")) text.erase(0, 1);
-    chat_.messages.push_back(Json{{"role", "user"}, {"content", text}});
+    std::vector<std::string> images = std::move(pending_images_);
+    pending_images_.clear();
+    if (chat_.sees())
+      for (const std::string& p : image_paths_in(text))
+        if (std::find(images.begin(), images.end(), p) == images.end()) images.push_back(p);
+    if (!images.empty())
+      notes_.note(fmt::format("[{} image{} attached]", images.size(), images.size() == 1 ? "" : "s"));
+    chat_.messages.push_back(user_message(text, images));
     const size_t before = chat_.messages.size();
     const bool go_on = run_answer();
     if (chat_.messages.size() == before) chat_.messages.erase(before - 1);
@@ -159,10 +171,37 @@ class ChatLoop {
       else load(arg);
     } else if (cmd == "/regen") {
       return regen();
+    } else if (cmd == "/image") {
+      attach(arg);
     } else {
       notes_.error(fmt::format("unknown command {} (/help lists them)", cmd));
     }
     return true;
+  }
+
+  // /image PATH: checked now (so a typo is reported before the message is written), sent with
+  // the next message.
+  void attach(const std::string& arg) {
+    if (!chat_.sees()) {
+      notes_.error("this model does not see images: start k3 chat with --mmproj FILE (its vision tower)");
+      return;
+    }
+    const std::vector<std::string> found = image_paths_in(arg.empty() ? arg : "'" + arg + "'");
+    if (found.empty()) {
+      notes_.error(
+          arg.empty()
+              ? "/image needs a file: /image PATH"
+              : fmt::format("/image {}: not an image file (.png, .jpg, .webp or .gif) that exists", arg));
+      return;
+    }
+    try {
+      image::decode_file(found.front());
+    } catch (const Error& e) {
+      notes_.error(e.what());
+      return;
+    }
+    pending_images_.push_back(found.front());
+    notes_.note(fmt::format("[{} will go with your next message]", found.front()));
   }
 
   // Whether a Ctrl-C at the prompt comes within a second of the last stop.
@@ -231,8 +270,9 @@ class ChatLoop {
   Notes notes_;
   bool out_tty_;
   int sig_seen_ = 0;
-  Clock::time_point last_stop_{};  // when Ctrl-C last stopped an answer (or discarded input)
-  int64_t last_stop_sig_ = 0;      // the time of the signal that stopped the last answer
+  std::vector<std::string> pending_images_;  // /image files for the next message
+  Clock::time_point last_stop_{};            // when Ctrl-C last stopped an answer (or discarded input)
+  int64_t last_stop_sig_ = 0;                // the time of the signal that stopped the last answer
 };
 
 // Reads lines until the end of input, /exit or a second Ctrl-C.

@@ -11,6 +11,8 @@
 #include "core/log.h"
 #include "core/read_file.h"
 #include "server/local_job.h"
+#include "server/request_images.h"
+#include "server/request_parse.h"
 #include "server/responses.h"
 #include "server/scheduler.h"
 #include "text/chat_template.h"
@@ -34,6 +36,15 @@ text::ChatTemplateInput ChatSession::input(bool generation_prompt) const {
   return in;
 }
 
+chat::ChatPrompt ChatSession::prompt(const std::vector<text::ChatSegment>& history,
+                                     server::RequestImages& images) const {
+  server::RequestLimits lim;
+  lim.vision = opt_.vision.get();
+  lim.allow_file_urls = true;
+  images = server::collect_images(Json{{"messages", messages}}, lim);
+  return chat::tokenize_chat(tok_, text::render_chat_segments(input(true)), history, images.slots);
+}
+
 void ChatSession::check_renders(const Json& msgs) const {
   text::ChatTemplateInput in = input(true);
   in.messages = msgs;
@@ -55,12 +66,16 @@ void ChatSession::check_constraint() const {
 std::optional<TurnStats> ChatSession::answer(const std::function<void(const text::ParseDelta&)>& show,
                                              const std::function<bool()>& interrupted, std::string& error) {
   chat::ChatPrompt prompt;
+  server::RequestImages images;
   try {
     std::vector<text::ChatSegment> history;
     try {
       history = text::render_chat_segments(input(false));
     } catch (const std::exception&) {}  // no history point: the whole prompt is new
-    prompt = chat::tokenize_chat(tok_, text::render_chat_segments(input(true)), history);
+    prompt = this->prompt(history, images);
+  } catch (const chat::ApiError& e) {
+    error = e.what();
+    return std::nullopt;
   } catch (const std::exception& e) {
     error = fmt::format("the conversation does not render: {}", e.what());
     return std::nullopt;
@@ -77,6 +92,7 @@ std::optional<TurnStats> ChatSession::answer(const std::function<void(const text
   job->kind = server::JobKind::Chat;
   job->prompt = std::move(prompt.tokens);
   job->snapshot_at = prompt.history_end;
+  server::attach_images(*job, prompt.image_at, images, tok_);
   job->parser.thinking = prompt.thinking;
   job->parser.tools = opt_.tools;
   job->params = opt_.params;
@@ -119,8 +135,8 @@ int64_t ChatSession::save_state(const std::string& path) const { return sched_.s
 // it prefills.
 int64_t ChatSession::load_state(const std::string& path) {
   server::SlotFileResult r = sched_.slot_restore(0, path);
-  const std::vector<int32_t> next =
-      chat::tokenize_chat(tok_, text::render_chat_segments(input(true)), {}).tokens;
+  server::RequestImages images;
+  const std::vector<int32_t> next = prompt({}, images).tokens;
   if (r.tokens.size() > next.size() || !std::equal(r.tokens.begin(), r.tokens.end(), next.begin())) {
     sched_.slot_erase(0);
     fail("{}: its {} tokens do not start this conversation", path, r.tokens.size());

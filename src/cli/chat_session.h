@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 
+#include "chat/prompt.h"
 #include "server/job.h"
 #include "text/json_py.h"
 #include "text/output_parser.h"
@@ -32,8 +33,12 @@
 namespace k3::grammar {
 struct Grammar;
 }
+namespace k3::vision {
+class EmbeddingCache;
+}
 namespace k3::server {
 class Scheduler;
+struct RequestImages;
 }  // namespace k3::server
 namespace k3::text {
 class Tokenizer;
@@ -49,6 +54,9 @@ struct ChatOptions {
   text::Json vars = text::Json::object();        // template variables (thinking, thinking_effort)
   text::Json tools;                              // OpenAI tools array or null
   text::Json constraint = text::Json::object();  // {"grammar": …} or {"json_schema": …}
+  // The vision tower (--mmproj): image parts of the messages (file:// or data: URLs) are
+  // embedded through it; null: a text-only model, image parts are refused.
+  std::shared_ptr<vision::EmbeddingCache> vision;
 };
 
 struct TurnStats {
@@ -72,6 +80,7 @@ class ChatSession {
   // Tokens the conversation's state holds after the last answer, and the context.
   int64_t context_used() const { return context_used_; }
   int64_t n_ctx() const;
+  bool sees() const { return opt_.vision != nullptr; }  // a vision tower is attached
   int64_t save_state(const std::string& path) const;
   int64_t load_state(const std::string& path);
   std::string autosave_path;
@@ -79,6 +88,8 @@ class ChatSession {
 
  private:
   text::ChatTemplateInput input(bool generation_prompt) const;
+  // The conversation's prompt with its images (throws chat::ApiError for a bad image).
+  chat::ChatPrompt prompt(const std::vector<text::ChatSegment>& history, server::RequestImages& images) const;
   std::shared_ptr<const grammar::Grammar> constraint(bool thinking) const;
 
   server::Scheduler& sched_;

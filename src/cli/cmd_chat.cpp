@@ -21,6 +21,7 @@
 #include "cli/chat_session.h"
 #include "cli/commands.h"
 #include "cli/grammar_flags.h"
+#include "cli/image_input.h"
 #include "cli/open_model.h"
 #include "cli/parse_args.h"
 #include "cli/prompt_cache_flags.h"
@@ -87,7 +88,7 @@ int cmd_chat(int argc, char** argv) {
       "Inside the chat: /help, /reset, /save FILE, /load FILE, /regen, /exit. Ctrl-C stops an\n"
       "answer; Ctrl-C again (or at an empty prompt) leaves. See docs/chat.md.",
       "k3 chat"};
-  std::string model_path, system_prompt, effort, tools_path;
+  std::string model_path, system_prompt, effort, tools_path, mmproj;
   std::optional<uint64_t> seed;
   ChatOptions co;
   server::GenParams& gp = co.params;
@@ -98,6 +99,9 @@ int cmd_chat(int argc, char** argv) {
 
   app.add_option("-m,--model", model_path, "GGUF model (first shard); default: the embedded k3-tiny");
   app.add_option("--system", system_prompt, "system prompt, the first message of the conversation");
+  app.add_option(
+      "--mmproj", mmproj,
+      "vision tower (kimik3 mmproj GGUF): /image PATH, or an image path in a message, sends a picture");
   app.add_option("--reasoning-effort", effort,
                  "none|minimal|low|medium|high|xhigh|max (the template's low/high/max; none = --no-think)");
   app.add_flag("--no-think", no_think, "thinking off: the answer opens the response channel directly");
@@ -164,6 +168,8 @@ int cmd_chat(int argc, char** argv) {
                               in_tty, out_tty};
 
   OpenedModel m = open_model(model_path, VocabNeed::Chat, "chat");
+  if (!mmproj.empty())
+    co.vision = open_vision(mmproj, m.model->hparams().n_embd, m.tok.get(), 256u << 20, ef.threads);
   // The engine's, the scheduler's and the expert store's threads are started with SIGINT
   // blocked, so the signal is delivered to this thread; until the handler is in place, Ctrl-C
   // kills as usual.

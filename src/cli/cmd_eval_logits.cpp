@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "cli/commands.h"
+#include "cli/image_input.h"
 #include "cli/memory_flags.h"
 #include "cli/open_model.h"
 #include "model/gpu_placement.h"
@@ -15,9 +16,12 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/read_file.h"
+#include "core/thread_pool.h"
 #include "model/model.h"
 #include "runtime/engine.h"
 #include "runtime/eval_logits.h"
+#include "text/tokenizer.h"
+#include "vision/encode.h"
 
 namespace k3::cli {
 
@@ -36,6 +40,13 @@ int cmd_eval_logits(int argc, char** argv) {
   runtime::CacheType kv_type = runtime::CacheType::F32;
   add_cache_type_flag(app, kv_type, "--kv-type", "MLA latent cache type: f32 | f16 (default f32)");
   app.add_option("--ubatch", ubatch, "tokens per forward micro-batch (default: all of a call)");
+  std::string mmproj;
+  std::vector<std::string> images;
+  app.add_option("--mmproj", mmproj, "vision tower (kimik3 mmproj GGUF) for --image");
+  app.add_option(
+      "--image", images,
+      "image file for the next <image> marker of the token list (repeatable, in order); the marker\n"
+      "becomes the image's embedding rows (docs/vision.md)");
   DistFlags dist_flags;
   add_dist_flags(app, dist_flags);
   MemoryFlags gpu_flags;
@@ -45,16 +56,51 @@ int cmd_eval_logits(int argc, char** argv) {
   if (const std::string bad = to_gpu_placement(gpu_flags, gpu); !bad.empty()) return usage_error(bad);
   if (tokens_arg.empty() && tokens_file.empty()) { return usage_error("give --tokens or --tokens-file"); }
 
+  if (!images.empty() && mmproj.empty()) return usage_error("--image needs --mmproj (the vision tower)");
   std::vector<int32_t> tokens;
+  std::vector<size_t> markers;
   if (!tokens_file.empty()) {
-    tokens = runtime::parse_token_list(read_file(tokens_file, kNoReadLimit, "--tokens-file"), tokens_file);
+    tokens = runtime::parse_token_list(read_file(tokens_file, kNoReadLimit, "--tokens-file"), tokens_file,
+                                       &markers);
   } else {
-    tokens = runtime::parse_token_list(tokens_arg, "--tokens");
+    tokens = runtime::parse_token_list(tokens_arg, "--tokens", &markers);
   }
-  if (tokens.empty()) fail("no tokens given");
+  if (markers.size() != images.size())
+    return usage_error(fmt::format("the token list has {} <image> markers and {} --image files were given",
+                                   markers.size(), images.size()));
   const runtime::EvalMode mode = runtime::EvalMode::parse(mode_arg);
 
-  auto model = open_model(model_path, VocabNeed::Optional, "eval-logits").model;
+  OpenedModel opened = open_model(model_path, VocabNeed::Optional, "eval-logits");
+  auto model = opened.model;
+  std::vector<vision::ImageEmbedding> embedded;
+  std::vector<const float*> rows;
+  if (!images.empty()) {
+    // Each marker becomes its image's rows; their token id is <|media_pad|> when the vocabulary
+    // has it (the id only names the position: its input is the row).
+    const auto tower = open_tower(mmproj, model->hparams().n_embd);
+    ThreadPool pool(threads > 0 ? threads : ThreadPool::default_threads());
+    const int32_t pad =
+        opened.tok && opened.tok->find("<|media_pad|>") >= 0 ? opened.tok->find("<|media_pad|>") : 0;
+    for (const std::string& path : images)
+      embedded.push_back(vision::embed_image(*tower, load_image(path).view(), &pool));
+    std::vector<int32_t> expanded;
+    size_t next = 0;
+    for (size_t i = 0; i <= tokens.size(); ++i) {
+      for (; next < markers.size() && markers[next] == i; ++next) {
+        const vision::ImageEmbedding& e = embedded[next];
+        for (int64_t r = 0; r < e.n_tokens; ++r) {
+          expanded.push_back(pad);
+          rows.push_back(e.data.data() + r * e.n_embd);
+        }
+      }
+      if (i < tokens.size()) {
+        expanded.push_back(tokens[i]);
+        rows.push_back(nullptr);
+      }
+    }
+    tokens = std::move(expanded);
+  }
+  if (tokens.empty()) fail("no tokens given");
   model::place_on_gpu(*model, gpu);
   runtime::EngineOptions opts;
   opts.n_threads = threads;
@@ -66,7 +112,7 @@ int cmd_eval_logits(int argc, char** argv) {
   if (follow_if_follower(engine)) return 0;
 
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<float> logits = runtime::eval_logits(engine, tokens, mode);
+  std::vector<float> logits = runtime::eval_logits(engine, tokens, mode, 0, rows);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   AtomicFile out(out_path);

@@ -16,6 +16,7 @@
 #include "chat/api_error.h"
 #include "chat/constraint.h"
 #include "cli/commands.h"
+#include "cli/image_input.h"
 #include "cli/dist_flags.h"
 #include "cli/grammar_flags.h"
 #include "cli/open_model.h"
@@ -32,12 +33,14 @@
 #include "store/engine_shape.h"
 #include "store/install.h"
 #include "text/tokenizer.h"
+#include "vision/embedding_cache.h"
 
 namespace k3::cli {
 
 int cmd_run(int argc, char** argv) {
   CLI::App app{"Generate text from a prompt (default: k3-tiny, the trained model embedded in k3)", "k3 run"};
-  std::string model_path, prompt = "Once upon a time", tokens_text;
+  std::string model_path, prompt = "Once upon a time", tokens_text, mmproj;
+  std::vector<std::string> images;
   int32_t n_predict = 64;
   int64_t n_ubatch = 512;
   std::optional<uint64_t> seed;
@@ -51,6 +54,11 @@ int cmd_run(int argc, char** argv) {
   app.add_option("-p,--prompt", prompt, "prompt text (default \"Once upon a time\")");
   app.add_option("--tokens", tokens_text,
                  "prompt as token ids (\"1,2,3\"), instead of -p; needed for models without a vocabulary");
+  app.add_option("--mmproj", mmproj, "vision tower (kimik3 mmproj GGUF) for --image (docs/vision.md)");
+  app.add_option(
+      "--image", images,
+      "picture for the prompt (repeatable): each <__media__> in -p becomes the next one; without a "
+      "marker the images come first");
   app.add_option("-n,--n-predict", n_predict, "tokens to generate (default 64; -1: until end of generation)");
   add_sampling_flags(app, gp.sampler);
   app.add_option("--seed", seed, "sampling seed (default: random, printed to stderr)");
@@ -81,7 +89,13 @@ int cmd_run(int argc, char** argv) {
   gp.show_special = !no_special;
 
   OpenedModel m = open_model(model_path, VocabNeed::Optional, "run");
-  if (!tokens_text.empty()) {
+  std::shared_ptr<vision::EmbeddingCache> vision;
+  if (!images.empty()) {
+    if (mmproj.empty()) return usage_error("--image needs --mmproj (the vision tower)");
+    if (!tokens_text.empty()) return usage_error("--image goes with -p (prompt text), not --tokens");
+    vision = open_vision(mmproj, m.model->hparams().n_embd, m.tok.get(), 0, ef.threads);
+    image_prompt(*job, *m.tok, *vision, prompt, images);
+  } else if (!tokens_text.empty()) {
     job->prompt = runtime::parse_token_list(tokens_text, "--tokens");
   } else {
     if (!m.tok) fail("{} has no vocabulary: give the prompt as token ids with --tokens", m.name);
@@ -116,8 +130,19 @@ int cmd_run(int argc, char** argv) {
   fmt::print(stderr, "k3 run: {} | {} prompt tokens | seed {} | {} threads{}\n", m.name, job->prompt.size(),
              *seed, sched.n_threads(), ranks > 1 ? fmt::format(" × {} ranks", ranks) : "");
   if (echo) {
-    if (m.tok) fmt::print("{}", m.tok->decode(job->prompt, !no_special));
-    else
+    if (m.tok) {
+      // An image's positions hold key tokens, not ids: shown as one [image] each.
+      std::vector<int32_t> run;
+      for (size_t i = 0; i <= job->prompt.size(); ++i) {
+        if (i < job->prompt.size() && job->prompt[i] >= 0) {
+          run.push_back(job->prompt[i]);
+          continue;
+        }
+        fmt::print("{}", m.tok->decode(run, !no_special));
+        run.clear();
+        if (i < job->prompt.size() && (i == 0 || job->prompt[i - 1] >= 0)) fmt::print("[image]");
+      }
+    } else
       for (int32_t id : job->prompt) fmt::print("{} ", id);
   }
   std::fflush(stdout);

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/image_input.h"
 #include "cli/legacy_flags.h"
 #include "cli/embedded_model.h"
 #include "cli/dist_flags.h"
@@ -37,6 +38,7 @@
 #include "server/origin_policy.h"
 #include "server/scheduler.h"
 #include "server/server.h"
+#include "vision/embedding_cache.h"
 #include "store/engine_shape.h"
 #include "store/install.h"
 #include "text/chat_template.h"
@@ -70,7 +72,8 @@ std::string file_stem(const std::string& path) {
 }
 
 struct ServeFlags {
-  std::string model_path, scripted_path, allowed_hosts, cors;
+  std::string model_path, scripted_path, allowed_hosts, cors, mmproj;
+  size_t image_cache_mib = 256;
   server::ServerOptions o;
   EngineFlags ef;
   DistFlags dist;
@@ -98,7 +101,19 @@ void add_serve_flags(CLI::App& app, ServeFlags& f) {
   app.add_option(
       "--drain-timeout", f.o.drain_s,
       "on SIGINT/SIGTERM, seconds running requests may take to finish (default 30; 0: stop at once)");
-  app.add_option("--max-body", f.o.max_body, "largest request body in bytes (default 8388608)");
+  app.add_option(
+      "--max-body", f.o.max_body,
+      "largest request body in bytes (default 8388608; 33554432 with --mmproj, room for a 20 MiB image)");
+  app.add_option("--mmproj", f.mmproj,
+                 "vision tower (kimik3 mmproj GGUF): chat requests may then send images as data: URLs "
+                 "(docs/vision.md)");
+  app.add_option("--max-images", f.o.limits.max_images, "images per request (default 16)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option(
+         "--image-cache", f.image_cache_mib,
+         "MiB of image embeddings kept by content, so a conversation resending a picture runs the tower "
+         "once (default 256)")
+      ->check(CLI::Range(0, 1 << 20));
   app.add_option("--request-timeout", f.o.request_timeout_s,
                  "seconds a request's line, headers and body may take to arrive, plus 1 s per 64 KiB of body "
                  "(default 10); slower clients get 408 and are disconnected");
@@ -222,6 +237,9 @@ int run_server(const std::shared_ptr<model::Model>& model, const std::shared_ptr
   fmt::print(stderr, "k3 serve: {} on http://{}:{} | {} slots × {} tokens | timeout {} s{}{}\n",
              o.model_alias, o.host, port, o.sched.n_slots, o.sched.n_ctx, o.timeout_s,
              o.api_key.empty() ? "" : " | API key required", o.webui ? " | chat page at /" : "");
+  if (o.limits.vision)
+    fmt::print(stderr, "k3 serve: sees images through {} (data: URLs, at most {} per request)\n",
+               o.mmproj_path, o.limits.max_images);
   std::fflush(stderr);
   // First signal: drain (in its own thread, so a second signal can cut it short).
   std::atomic<bool> finished{false};
@@ -276,6 +294,14 @@ int cmd_serve(int argc, char** argv) {
     f.o.model_alias = m.embedded ? kEmbeddedModelName : file_stem(f.model_path);
   f.o.model_path = f.model_path;
   if (!scripts.empty()) f.o.sched.answers = server::scripted_answers(*m.tok, scripts);
+  std::shared_ptr<vision::EmbeddingCache> vision;
+  if (!f.mmproj.empty()) {
+    vision =
+        open_vision(f.mmproj, m.model->hparams().n_embd, m.tok.get(), f.image_cache_mib << 20, f.ef.threads);
+    f.o.limits.vision = vision.get();
+    f.o.mmproj_path = f.mmproj.substr(f.mmproj.find_last_of('/') + 1);
+    if (app.count("--max-body") == 0) f.o.max_body = 32u << 20;
+  }
   // Signals are taken by one thread with sigwait, so no handler runs inside library code. Blocked
   // before any thread starts (MPI's own included), so that every thread inherits the mask.
   sigset_t sigs;

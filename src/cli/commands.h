@@ -20,6 +20,7 @@ int cmd_info(int argc, char** argv);
 int cmd_dequant(int argc, char** argv);
 int cmd_run(int argc, char** argv);
 int cmd_eval_logits(int argc, char** argv);
+int cmd_embed_image(int argc, char** argv);
 int cmd_synth(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_chat(int argc, char** argv);

@@ -22,6 +22,8 @@ const Command* commands() {
       {"info", "census of a GGUF model: hyperparameters, layers, tensor types, experts", cmd_info},
       {"dequant", "write one tensor as raw float32", cmd_dequant},
       {"eval-logits", "write the logits of every position for a token sequence", cmd_eval_logits},
+      {"embed-image", "run an image through a vision tower (--mmproj) and write its embeddings",
+       cmd_embed_image},
       {"synth", "write a random but valid Kimi-K3 GGUF of any shape and quant mix", cmd_synth},
       {"tokenize", "show how text tokenizes with a model's vocabulary", cmd_tokenize},
       {"chat", "talk to a model in the terminal (chat template, streamed answers, /save, /load)", cmd_chat},

@@ -97,6 +97,10 @@ int64_t forward(const Model& model, const ForwardInput& in, float* logits, Threa
   {
     ProfScope section(ProfOp::embed);
     for (int64_t t = 0; t < n; ++t) {
+      if (!in.embd.empty() && in.embd[t]) {
+        std::copy(in.embd[t], in.embd[t] + E, h + t * E);
+        continue;
+      }
       const kernels::WeightView& te = W.token_embd;
       quant::dequantize_row(te.type, te.row(in.tokens[t]), h + t * E, E);
     }

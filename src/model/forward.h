@@ -48,6 +48,8 @@ struct ForwardInput {
   std::span<const int32_t> tokens;
   std::span<SequenceState* const> seq;   // one per token (may repeat)
   std::span<const uint8_t> want_logits;  // one per token
+  // Empty, or one per token: non-null replaces that token's embedding row (n_embd floats).
+  std::span<const float* const> embd = {};
 };
 
 // Returns the number of logit rows written to `logits` (count of want_logits).

@@ -59,12 +59,30 @@ void Engine::send(uint32_t op, int32_t a, int32_t b, std::span<const BatchToken>
   OpHeader h{op, a, b, batch.size()};
   c->broadcast(&h, sizeof h);
   if (!batch.empty()) c->broadcast(const_cast<BatchToken*>(batch.data()), batch.size_bytes());
+  // Embedding rows travel after the batch, in batch order (their pointers mean nothing there).
+  const size_t row = model_->hparams().n_embd * sizeof(float);
+  for (const BatchToken& t : batch)
+    if (t.embd) c->broadcast(const_cast<float*>(t.embd), row);
+}
+
+void Engine::receive_rows(std::vector<BatchToken>& batch, std::vector<float>& rows) {
+  const size_t E = model_->hparams().n_embd;
+  size_t n = 0;
+  for (const BatchToken& t : batch) n += t.embd != nullptr;
+  rows.resize(n * E);
+  size_t i = 0;
+  for (BatchToken& t : batch) {
+    if (!t.embd) continue;
+    opts_.hooks.collective->broadcast(rows.data() + i * E, E * sizeof(float));
+    t.embd = rows.data() + i++ * E;
+  }
 }
 
 void Engine::follow() {
   if (!follower()) fail("engine: follow() is for the ranks other than 0 of a distributed run");
   model::Collective& c = *opts_.hooks.collective;
   std::vector<BatchToken> batch;
+  std::vector<float> rows;
   for (;;) {
     OpHeader h;
     c.broadcast(&h, sizeof h, /*idle=*/true);
@@ -72,6 +90,7 @@ void Engine::follow() {
       case kDecode: {
         batch.resize(h.n);
         c.broadcast(batch.data(), batch.size() * sizeof(BatchToken));
+        receive_rows(batch, rows);
         int64_t n_logits = 0;
         for (const BatchToken& t : batch) n_logits += t.want_logits;
         run(batch, n_logits);
@@ -205,18 +224,24 @@ std::vector<float> Engine::run(std::span<const BatchToken> batch, int64_t n_logi
   std::vector<int32_t> tokens;
   std::vector<model::SequenceState*> seqs;
   std::vector<uint8_t> want;
+  std::vector<const float*> embd;
   int64_t written = 0;
   for (size_t u0 = 0; u0 < batch.size(); u0 += static_cast<size_t>(opts_.n_ubatch)) {
     const size_t u1 = std::min(batch.size(), u0 + static_cast<size_t>(opts_.n_ubatch));
     tokens.clear();
     seqs.clear();
     want.clear();
+    embd.clear();
+    bool any_embd = false;
     for (size_t i = u0; i < u1; ++i) {
       tokens.push_back(batch[i].token);
       seqs.push_back(&state(batch[i].seq));
       want.push_back(batch[i].want_logits ? 1 : 0);
+      embd.push_back(batch[i].embd);
+      any_embd |= batch[i].embd != nullptr;
     }
     model::ForwardInput in{tokens, seqs, want};
+    if (any_embd) in.embd = embd;
     written += model::forward(*model_, in, logits.data() + written * V, pool_.get(), *scratch_, opts_.hooks,
                               opts_.checks);
   }

@@ -79,6 +79,10 @@ struct BatchToken {
   int32_t seq = 0;
   int64_t pos = -1;  // -1: the sequence's next position
   bool want_logits = false;
+  // Non-null: this position's input is these n_embd floats instead of the token's embedding
+  // row (an image token, vision/encode.h); `token` still names it (a media placeholder). The
+  // caller keeps them alive until decode returns.
+  const float* embd = nullptr;
 };
 
 class Engine {
@@ -117,6 +121,7 @@ class Engine {
   void do_seq_clear(int32_t seq);
   void do_seq_copy(int32_t src, int32_t dst);
   void receive_state(int32_t seq, int64_t n_past);
+  void receive_rows(std::vector<BatchToken>& batch, std::vector<float>& rows);
   void send(uint32_t op, int32_t a, int32_t b, std::span<const BatchToken> batch = {});
   std::shared_ptr<const model::Model> model_;
   EngineOptions opts_;

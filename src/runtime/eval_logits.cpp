@@ -27,13 +27,19 @@ std::string EvalMode::name() const {
   return fmt::format("chunk:{}", tokens_per_call);
 }
 
-std::vector<int32_t> parse_token_list(std::string_view text, std::string_view what) {
+std::vector<int32_t> parse_token_list(std::string_view text, std::string_view what,
+                                      std::vector<size_t>* markers) {
   std::vector<int32_t> out;
   size_t i = 0;
   while (i < text.size()) {
     const char c = text[i];
     if (c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r') {
       ++i;
+      continue;
+    }
+    if (markers && text.substr(i).starts_with("<image>")) {
+      markers->push_back(out.size());
+      i += 7;
       continue;
     }
     int64_t v = 0;
@@ -50,7 +56,7 @@ std::vector<int32_t> parse_token_list(std::string_view text, std::string_view wh
 }
 
 std::vector<float> eval_logits(Engine& engine, const std::vector<int32_t>& tokens, const EvalMode& mode,
-                               int32_t seq) {
+                               int32_t seq, std::span<const float* const> embd) {
   const size_t V = static_cast<size_t>(engine.n_vocab());
   std::vector<float> out;
   out.reserve(tokens.size() * V);
@@ -60,7 +66,7 @@ std::vector<float> eval_logits(Engine& engine, const std::vector<int32_t>& token
   for (size_t i = 0; i < tokens.size(); i += step) {
     batch.clear();
     for (size_t j = i; j < std::min(tokens.size(), i + step); ++j)
-      batch.push_back({tokens[j], seq, -1, true});
+      batch.push_back({tokens[j], seq, -1, true, embd.empty() ? nullptr : embd[j]});
     std::vector<float> l = engine.decode(batch);
     out.insert(out.end(), l.begin(), l.end());
   }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,10 +22,13 @@ struct EvalMode {
   std::string name() const;
 };
 
-// Parses "1,2,3" / "1 2 3" / one id per line.
-std::vector<int32_t> parse_token_list(std::string_view text, std::string_view what);
+// Parses "1,2,3" / "1 2 3" / one id per line. With `markers`, the word <image> is allowed too:
+// it adds no token, and its position (the count of tokens before it) is appended to *markers.
+std::vector<int32_t> parse_token_list(std::string_view text, std::string_view what,
+                                      std::vector<size_t>* markers = nullptr);
 
+// embd: empty, or one per token (non-null: that position's input row, BatchToken::embd).
 std::vector<float> eval_logits(Engine& engine, const std::vector<int32_t>& tokens, const EvalMode& mode,
-                               int32_t seq = 0);
+                               int32_t seq = 0, std::span<const float* const> embd = {});
 
 }  // namespace k3::runtime

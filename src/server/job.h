@@ -90,6 +90,16 @@ class Channel {
 
 enum class JobKind { Chat, Completion };
 
+// An image in a job's prompt: prompt positions [at, at + n_tokens) hold its key tokens
+// (chat/image_tokens.h) and are fed its rows (n_tokens × the model's n_embd floats) instead of
+// token embeddings, under the id `token` (<|media_pad|>, naming the position).
+struct JobImage {
+  size_t at = 0;
+  int64_t n_tokens = 0;
+  int32_t token = 0;
+  std::shared_ptr<const std::vector<float>> rows;
+};
+
 struct Job {
   JobKind kind = JobKind::Chat;
   std::vector<int32_t> prompt;
@@ -101,6 +111,7 @@ struct Job {
   // Whose prompt-cache snapshots this job may reuse and leaves behind: the request's
   // `cache_key`, else its `user`, else "" (clients that send neither share one pool).
   std::string cache_owner;
+  std::vector<JobImage> images;  // in prompt order; the positions of each hold negative key tokens
   GenParams params;
   text::ParserOptions parser;  // chat only
   // Constrained decoding (response_format, strict tools, grammar, json_schema): the grammar
@@ -112,6 +123,16 @@ struct Job {
   // next step with a Done whose stop is Interrupted, and its slot keeps the state.
   std::atomic<bool> stop_requested{false};
   Channel channel;
+
+  // The row fed at prompt position i (one of the images' positions), and its token id.
+  const float* image_row(size_t i, int32_t& token) const {
+    for (const JobImage& im : images)
+      if (i >= im.at && i < im.at + static_cast<size_t>(im.n_tokens)) {
+        token = im.token;
+        return im.rows->data() + (i - im.at) * (im.rows->size() / static_cast<size_t>(im.n_tokens));
+      }
+    return nullptr;
+  }
 };
 
 }  // namespace k3::server

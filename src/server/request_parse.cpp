@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "grammar/work_budget.h"
 #include "server/api_error.h"
+#include "server/request_images.h"
 #include "chat/constraint.h"
 #include "chat/prompt.h"
 #include "chat/vocab_roles.h"
@@ -297,10 +298,18 @@ BuiltRequest build_chat_request(const Json& req, const text::Tokenizer& tok, con
   job->kind = JobKind::Chat;
   read_common(req, lim, job->params, out);
   job->cache_owner = cache_owner_of(req, out.issued_cache_key);
-  chat::ChatPrompt prompt = chat::tokenize_chat(tok, render(req, lim), render_history(req));
+  const RequestImages images = collect_images(req, lim);
+  chat::ChatPrompt prompt;
+  try {
+    prompt = chat::tokenize_chat(tok, render(req, lim), render_history(req), images.slots);
+  } catch (const k3::Error& e) {
+    if (images.slots.empty()) throw;
+    bad_request("messages", "{} (image parts are read in user and system messages)", e.what());
+  }
   job->prompt = std::move(prompt.tokens);
   job->snapshot_at = prompt.history_end;
   check_prompt_fits(job->prompt.size(), lim);
+  attach_images(*job, prompt.image_at, images, tok);
   // The parser starts in the channel the generation prompt opened.
   job->parser.thinking = prompt.thinking;
   job->parser.tools = field(req, "tools");

@@ -19,9 +19,14 @@
 #include "text/json_py.h"
 #include "text/tokenizer.h"
 
+#include "image/image.h"
+
 namespace k3::chat {
 class GrammarLedger;
 }  // namespace k3::chat
+namespace k3::vision {
+class EmbeddingCache;
+}
 
 namespace k3::server {
 
@@ -40,6 +45,12 @@ struct RequestLimits {
   std::function<bool()> cancelled;
   chat::GrammarLedger* grammar_ledger = nullptr;
   size_t grammar_matcher_bytes = 0;  // a matcher's memory cap (the start check); 0: its default
+  // Images (server/request_images.h): the tower's embeddings by content (null: the server has
+  // no vision tower, and image parts are refused), the decode limits, images per request.
+  vision::EmbeddingCache* vision = nullptr;
+  image::Limits image_limits{};
+  size_t max_images = 16;
+  bool allow_file_urls = false;  // file:// image URLs (k3 chat's /image); never for HTTP clients
 };
 
 text::Json parse_body(std::string_view body);

@@ -108,6 +108,18 @@ Scheduler::Scheduler(std::shared_ptr<const model::Model> model, std::shared_ptr<
 Scheduler::~Scheduler() { stop(); }
 
 void Scheduler::submit(std::shared_ptr<Job> job) {
+  // A negative prompt token is an image's key token: it must have the image's row to be fed.
+  const size_t E = engine_->model().hparams().n_embd;
+  for (const JobImage& im : job->images)
+    if (!im.rows || im.n_tokens < 1 || im.rows->size() != static_cast<size_t>(im.n_tokens) * E ||
+        im.at + static_cast<size_t>(im.n_tokens) > job->prompt.size())
+      throw ApiError(500, "server_error",
+                     "an image of the prompt does not match the model's embedding width");
+  for (size_t i = 0; i < job->prompt.size(); ++i) {
+    int32_t t = 0;
+    if (job->prompt[i] < 0 && !job->image_row(i, t))
+      throw ApiError(500, "server_error", fmt::format("prompt position {} has no token and no image row", i));
+  }
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (stopping_) throw ApiError(503, "unavailable_error", "the server is shutting down");
@@ -504,8 +516,10 @@ Scheduler::Batch Scheduler::build_batch(std::vector<Slot>& slots, StepCounts& c)
     size_t take = std::min<size_t>(end - s.n_fed, static_cast<size_t>(prompt_budget));
     for (size_t i = 0; i < take; ++i) {
       bool last = s.n_fed + i + 1 == p.size();
-      b.tokens.push_back({p[s.n_fed + i], s.seq, -1, last});
-      s.held.push_back(p[s.n_fed + i]);
+      int32_t token = p[s.n_fed + i];
+      const float* row = token < 0 ? s.job->image_row(s.n_fed + i, token) : nullptr;
+      b.tokens.push_back({token, s.seq, -1, last, row});
+      s.held.push_back(p[s.n_fed + i]);  // the key token: the prompt cache compares images by content
     }
     s.n_fed += take;
     prompt_budget -= static_cast<int64_t>(take);

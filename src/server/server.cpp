@@ -239,6 +239,7 @@ struct Server::Impl {
   template <class Fn>
   httplib::Server::HandlerWithContentReader with_body(Fn fn);
   RequestLimits request_limits() const;
+  text::Json image_limits_json() const;
   void run_job(BuiltRequest b, bool chat, const httplib::Request& req, httplib::Response& res);
   void stop_listening() {
     std::call_once(http_stopped, [this] { http.stop(); });
@@ -478,6 +479,15 @@ void Server::Impl::stream(std::shared_ptr<Stream> st, httplib::Response& res) {
   res.set_chunked_content_provider("text/event-stream", provider, releaser);
 }
 
+Json Server::Impl::image_limits_json() const {
+  const image::Limits& l = opts.limits.image_limits;
+  return {{"max_bytes", l.max_bytes},
+          {"max_side", l.max_side},
+          {"max_pixels", l.max_pixels},
+          {"max_images", opts.limits.max_images},
+          {"formats", Json::array({"png", "jpeg", "webp", "gif"})}};
+}
+
 Json Server::Impl::models_json() {
   const model::HParams& hp = model->hparams();
   Json meta;
@@ -491,6 +501,11 @@ Json Server::Impl::models_json() {
   m["object"] = "model";
   m["created"] = started;
   m["owned_by"] = "k3cpp";
+  // What the model takes in, as llama-server lists it: "multimodal" with a vision tower.
+  m["capabilities"] =
+      opts.limits.vision ? Json::array({"completion", "multimodal"}) : Json::array({"completion"});
+  if (opts.limits.vision)
+    meta["vision"] = {{"mmproj", opts.mmproj_path}, {"image_limits", image_limits_json()}};
   m["meta"] = std::move(meta);
   Json j;
   j["object"] = "list";
@@ -812,7 +827,7 @@ void Server::Impl::information_routes() {
     j["total_slots"] = sched->n_slots();
     j["model_alias"] = opts.model_alias;
     j["model_path"] = opts.model_path;
-    j["modalities"] = {{"vision", false}, {"audio", false}};
+    j["modalities"] = {{"vision", opts.limits.vision != nullptr}, {"audio", false}};
     j["build_info"] = std::string("k3cpp ") + k3::version();
     send_json(res, j);
   });

@@ -61,6 +61,7 @@ struct ServerOptions {
   int http_nice = 10;
   std::string model_alias = "k3";
   std::string model_path;
+  std::string mmproj_path;                 // the vision tower's file (limits.vision set), for /v1/models
   bool webui = true;                       // the chat page at / (docs/serve.md)
   std::vector<std::string> allowed_hosts;  // --allowed-hosts (empty: the default, origin_policy.h)
   std::vector<std::string> cors_origins;   // --cors

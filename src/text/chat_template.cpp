@@ -167,7 +167,7 @@ class Renderer {
       for (const Json& part : c) {
         const Json& type = get(part, "type");
         if (is_str(type, "image") || is_str(type, "image_url")) {
-          text(xtml::kImagePlaceholder);
+          out_.push_back({std::string(xtml::kImagePlaceholder), false, true});
         } else if (has(part, "text")) {
           text(py_str(part["text"]));
         }

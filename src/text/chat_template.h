@@ -29,6 +29,9 @@ enum class TemplateMode {
 struct ChatSegment {
   std::string text;
   bool special = false;  // one of <|open|> <|close|> <|sep|> <|end_of_msg|>
+  // An image content part: text is the placeholder <|kimi_image_placeholder|>, which a prompt
+  // with images replaces by the image (chat/image_tokens.h) and a text-only one keeps as text.
+  bool image = false;
   bool operator==(const ChatSegment&) const = default;
 };
 

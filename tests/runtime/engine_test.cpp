@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "model/golden_util.h"
 #include "model/profile.h"
+#include "quant/codec.h"
 #include "runtime/engine.h"
 
 namespace k3::test {
@@ -133,6 +134,32 @@ TEST(Engine, UbatchSplitDoesNotChangeResult) {
   const auto a = runtime::eval_logits(big, toks, runtime::EvalMode::parse("batch"));
   const auto b = runtime::eval_logits(small, toks, runtime::EvalMode::parse("batch"));
   EXPECT_LE(nmse(b, a), 1e-11);
+}
+
+// An input row (BatchToken::embd, how image tokens enter) that equals a token's embedding row
+// gives that token's logits bit for bit, in any position; a different row changes them.
+TEST(Engine, EmbeddingRowsStandInForTokens) {
+  auto m = golden_model("small-q8_0");
+  const auto toks = golden_tokens("small-q8_0");
+  const kernels::WeightView& te = m->weights().token_embd;
+  const int64_t E = m->hparams().n_embd;
+  std::vector<float> rows(toks.size() * E);
+  std::vector<const float*> embd(toks.size(), nullptr);
+  for (size_t i = 5; i < 12; ++i) {  // positions 5..11 fed as rows
+    quant::dequantize_row(te.type, te.row(toks[i]), rows.data() + i * E, E);
+    embd[i] = rows.data() + i * E;
+  }
+  runtime::Engine a(m, {.n_threads = 2}), b(m, {.n_threads = 2});
+  const auto mode = runtime::EvalMode::parse("chunk:7");
+  const auto want = runtime::eval_logits(a, toks, mode);
+  std::vector<int32_t> pads = toks;
+  for (size_t i = 5; i < 12; ++i) pads[i] = 0;  // the id only names the position
+  const auto got = runtime::eval_logits(b, pads, mode, 0, embd);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
+  rows[7 * E] += 0.5f;
+  runtime::Engine c(m, {.n_threads = 2});
+  EXPECT_GT(nmse(runtime::eval_logits(c, pads, mode, 0, embd), want), 1e-12);
 }
 
 TEST(Engine, RejectsBadBatchesWithoutChangingState) {

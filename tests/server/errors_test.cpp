@@ -126,8 +126,13 @@ TEST(ServerErrors, UnsupportedInputIsRefusedNotIgnored) {
   EXPECT_EQ(expect_error(s.post("/v1/chat/completions", r), 400, "invalid_request_error")["param"],
             "logit_bias");
   r["logit_bias"] = Json::object();  // asks for nothing
-  r["messages"][0]["content"] = Json::array({{{"type", "text"}, {"text", "hi"}}, {{"type", "image_url"}}});
   EXPECT_EQ(s.post("/v1/chat/completions", r).first, 200);
+  // An image sent to a server without a vision tower is refused too: answering without seeing
+  // it would ignore it silently.
+  r["messages"][0]["content"] = Json::array({{{"type", "text"}, {"text", "hi"}}, {{"type", "image_url"}}});
+  Json e = expect_error(s.post("/v1/chat/completions", r), 400, "invalid_request_error");
+  EXPECT_EQ(e["param"], "messages[0].content[1]") << e.dump();
+  EXPECT_NE(e["message"].get<std::string>().find("--mmproj"), std::string::npos) << e.dump();
   expect_alive(s);
 }
 

@@ -58,7 +58,9 @@ inline std::shared_ptr<AnswerSource> scripted(const std::vector<std::string>& te
 class TestServer {
  public:
   explicit TestServer(ServerOptions o = default_options())
-      : server_(std::make_unique<Server>(shared_model(), shared_tokenizer(), std::move(o))) {
+      : TestServer(shared_model(), shared_tokenizer(), std::move(o)) {}
+  TestServer(std::shared_ptr<model::Model> m, std::shared_ptr<const text::Tokenizer> tok, ServerOptions o)
+      : server_(std::make_unique<Server>(std::move(m), std::move(tok), std::move(o))) {
     port_ = server_->bind();
     thread_ = std::thread([this] { server_->run(); });
   }
