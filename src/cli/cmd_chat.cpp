@@ -95,13 +95,15 @@ int cmd_chat(int argc, char** argv) {
   runtime::SamplerParams& sp = gp.sampler;
   gp.max_tokens = 1024;
   int64_t n_ubatch = 512;
-  bool no_think = false, no_color = false, no_prompt_cache = false;
+  bool no_think = false, no_color = false, no_prompt_cache = false, no_mmproj = false;
 
   app.add_option("-m,--model", model_path, "GGUF model (first shard); default: the embedded k3-tiny");
   app.add_option("--system", system_prompt, "system prompt, the first message of the conversation");
   app.add_option(
       "--mmproj", mmproj,
       "vision tower (kimik3 mmproj GGUF): /image PATH, or an image path in a message, sends a picture");
+  app.add_flag("--no-mmproj", no_mmproj,
+               "text only: without -m, do not load the embedded model's vision tower");
   app.add_option("--reasoning-effort", effort,
                  "none|minimal|low|medium|high|xhigh|max (the template's low/high/max; none = --no-think)");
   app.add_flag("--no-think", no_think, "thinking off: the answer opens the response channel directly");
@@ -168,8 +170,8 @@ int cmd_chat(int argc, char** argv) {
                               in_tty, out_tty};
 
   OpenedModel m = open_model(model_path, VocabNeed::Chat, "chat");
-  if (!mmproj.empty())
-    co.vision = open_vision(mmproj, m.model->hparams().n_embd, m.tok.get(), 256u << 20, ef.threads);
+  co.vision = choose_vision({mmproj, no_mmproj, m.embedded}, m.model->hparams().n_embd, m.tok.get(),
+                            256u << 20, ef.threads);
   // The engine's, the scheduler's and the expert store's threads are started with SIGINT
   // blocked, so the signal is delivered to this thread; until the handler is in place, Ctrl-C
   // kills as usual.

@@ -91,9 +91,10 @@ int cmd_run(int argc, char** argv) {
   OpenedModel m = open_model(model_path, VocabNeed::Optional, "run");
   std::shared_ptr<vision::EmbeddingCache> vision;
   if (!images.empty()) {
-    if (mmproj.empty()) return usage_error("--image needs --mmproj (the vision tower)");
     if (!tokens_text.empty()) return usage_error("--image goes with -p (prompt text), not --tokens");
-    vision = open_vision(mmproj, m.model->hparams().n_embd, m.tok.get(), 0, ef.threads);
+    vision =
+        choose_vision({mmproj, false, m.embedded}, m.model->hparams().n_embd, m.tok.get(), 0, ef.threads);
+    if (!vision) return usage_error("--image needs --mmproj (the vision tower)");
     image_prompt(*job, *m.tok, *vision, prompt, images);
   } else if (!tokens_text.empty()) {
     job->prompt = runtime::parse_token_list(tokens_text, "--tokens");

@@ -80,7 +80,7 @@ struct ServeFlags {
   PromptCacheFlags pc;
   size_t grammar_mib = server::ServerOptions{}.sched.grammar_bytes >> 20;
   size_t grammars_mib = server::ServerOptions{}.max_grammar_bytes >> 20;
-  bool verbose = false, no_prompt_cache = false, no_webui = false;
+  bool verbose = false, no_prompt_cache = false, no_webui = false, no_mmproj = false;
 };
 
 void add_serve_flags(CLI::App& app, ServeFlags& f) {
@@ -107,6 +107,8 @@ void add_serve_flags(CLI::App& app, ServeFlags& f) {
   app.add_option("--mmproj", f.mmproj,
                  "vision tower (kimik3 mmproj GGUF): chat requests may then send images as data: URLs "
                  "(docs/vision.md)");
+  app.add_flag("--no-mmproj", f.no_mmproj,
+               "text only: without -m, do not load the embedded model's vision tower");
   app.add_option("--max-images", f.o.limits.max_images, "images per request (default 16)")
       ->check(CLI::Range(1, 1024));
   app.add_option(
@@ -294,12 +296,12 @@ int cmd_serve(int argc, char** argv) {
     f.o.model_alias = m.embedded ? kEmbeddedModelName : file_stem(f.model_path);
   f.o.model_path = f.model_path;
   if (!scripts.empty()) f.o.sched.answers = server::scripted_answers(*m.tok, scripts);
-  std::shared_ptr<vision::EmbeddingCache> vision;
-  if (!f.mmproj.empty()) {
-    vision =
-        open_vision(f.mmproj, m.model->hparams().n_embd, m.tok.get(), f.image_cache_mib << 20, f.ef.threads);
+  std::shared_ptr<vision::EmbeddingCache> vision =
+      choose_vision({f.mmproj, f.no_mmproj, m.embedded}, m.model->hparams().n_embd, m.tok.get(),
+                    f.image_cache_mib << 20, f.ef.threads);
+  if (vision) {
     f.o.limits.vision = vision.get();
-    f.o.mmproj_path = f.mmproj.substr(f.mmproj.find_last_of('/') + 1);
+    f.o.mmproj_path = f.mmproj.empty() ? "(embedded)" : f.mmproj.substr(f.mmproj.find_last_of('/') + 1);
     if (app.count("--max-body") == 0) f.o.max_body = 32u << 20;
   }
   // Signals are taken by one thread with sigwait, so no handler runs inside library code. Blocked

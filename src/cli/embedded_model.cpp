@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "model/model.h"
+#include "vision/tower.h"
 
 namespace k3::cli {
 
@@ -31,38 +32,55 @@ void write_all(int fd, const unsigned char* p, size_t n, const std::string& what
 
 size_t embedded_size() { return static_cast<size_t>(k3_embedded_model_end - k3_embedded_model_data); }
 
-}  // namespace
-
-std::shared_ptr<model::Model> load_embedded_model() {
-  // An anonymous memory file keeps the loader's path-based mmap contract without touching disk.
-  int fd = ::memfd_create("k3-embedded.gguf", MFD_CLOEXEC);
+// Hands `n` bytes to `open` as a file path: an anonymous memory file (no disk, nothing left
+// behind), or where there is none (old kernel, restricted sandbox) a temporary file unlinked
+// once opened. The loaders map the file; the mapping keeps the bytes alive.
+template <class Open>
+auto open_bytes(const unsigned char* p, size_t n, const char* what, Open open) {
+  int fd = ::memfd_create(what, MFD_CLOEXEC);
   if (fd >= 0) {
-    write_all(fd, k3_embedded_model_data, embedded_size(), "memfd");
-    std::string path = "/proc/self/fd/" + std::to_string(fd);
+    write_all(fd, p, n, "memfd");
+    const std::string path = "/proc/self/fd/" + std::to_string(fd);
     try {
-      auto m = model::Model::load(path);
-      ::close(fd);  // the mapping keeps the bytes alive
-      return m;
+      auto r = open(path);
+      ::close(fd);
+      return r;
     } catch (...) {
       ::close(fd);
       throw;
     }
   }
-  // No memfd (old kernel, restricted sandbox): a temporary file, unlinked once mapped.
   const char* tmp = std::getenv("TMPDIR");
   std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/k3-embedded-XXXXXX";
   fd = ::mkstemp(path.data());
-  if (fd < 0) fail("embedded model: cannot create a temporary file in {}: {}", path, std::strerror(errno));
+  if (fd < 0) fail("embedded {}: cannot create a temporary file in {}: {}", what, path, std::strerror(errno));
   try {
-    write_all(fd, k3_embedded_model_data, embedded_size(), path);
+    write_all(fd, p, n, path);
     ::close(fd);
-    auto m = model::Model::load(path);
+    auto r = open(path);
     ::unlink(path.c_str());
-    return m;
+    return r;
   } catch (...) {
     ::unlink(path.c_str());
     throw;
   }
+}
+
+}  // namespace
+
+std::shared_ptr<model::Model> load_embedded_model() {
+  return open_bytes(k3_embedded_model_data, embedded_size(), "k3-embedded.gguf",
+                    [](const std::string& path) { return model::Model::load(path); });
+}
+
+bool has_embedded_tower() { return k3_embedded_mmproj_end - k3_embedded_mmproj_data > 0; }
+
+std::shared_ptr<const vision::Tower> load_embedded_tower() {
+  if (!has_embedded_tower()) return nullptr;
+  const auto n = static_cast<size_t>(k3_embedded_mmproj_end - k3_embedded_mmproj_data);
+  return open_bytes(k3_embedded_mmproj_data, n, "k3-embedded-mmproj.gguf", [](const std::string& path) {
+    return std::shared_ptr<const vision::Tower>(vision::Tower::open(path));
+  });
 }
 
 }  // namespace k3::cli

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "chat/image_tokens.h"
+#include "cli/embedded_model.h"
 #include "image/image.h"
 #include "server/job.h"
 #include "server/request_images.h"
@@ -29,14 +30,39 @@ std::unique_ptr<vision::Tower> open_tower(const std::string& path, int64_t text_
   return t;
 }
 
+namespace {
+
+std::shared_ptr<vision::EmbeddingCache> wrap(std::shared_ptr<const vision::Tower> tower,
+                                             const std::string& name, int64_t text_n_embd,
+                                             const text::Tokenizer* tok, size_t cache_bytes, int n_threads) {
+  if (text_n_embd > 0 && tower->hp().proj_dim != text_n_embd)
+    fail(
+        "{}: the tower projects to {} features but the text model's embedding is {} wide (an mmproj of "
+        "another model?)",
+        name, tower->hp().proj_dim, text_n_embd);
+  if (!tok) fail("{}: images need a model with a vocabulary (its media tokens)", name);
+  for (const char* t : {"<|media_begin|>", "<|media_end|>", "<|media_pad|>"})
+    if (tok->find(t) < 0) fail("the model's vocabulary has no {} token: it cannot read images ({})", t, name);
+  return std::make_shared<vision::EmbeddingCache>(std::move(tower), cache_bytes, n_threads);
+}
+
+}  // namespace
+
 std::shared_ptr<vision::EmbeddingCache> open_vision(const std::string& path, int64_t text_n_embd,
                                                     const text::Tokenizer* tok, size_t cache_bytes,
                                                     int n_threads) {
-  std::shared_ptr<const vision::Tower> tower = open_tower(path, text_n_embd);
-  if (!tok) fail("{}: images need a model with a vocabulary (its media tokens)", path);
-  for (const char* t : {"<|media_begin|>", "<|media_end|>", "<|media_pad|>"})
-    if (tok->find(t) < 0) fail("the model's vocabulary has no {} token: it cannot read images ({})", t, path);
-  return std::make_shared<vision::EmbeddingCache>(std::move(tower), cache_bytes, n_threads);
+  return wrap(vision::Tower::open(path), path, text_n_embd, tok, cache_bytes, n_threads);
+}
+
+std::shared_ptr<vision::EmbeddingCache> choose_vision(const VisionChoice& c, int64_t text_n_embd,
+                                                      const text::Tokenizer* tok, size_t cache_bytes,
+                                                      int n_threads) {
+  if (!c.mmproj.empty()) {
+    if (c.none) fail("--mmproj and --no-mmproj contradict each other");
+    return open_vision(c.mmproj, text_n_embd, tok, cache_bytes, n_threads);
+  }
+  if (c.none || !c.embedded_model || !has_embedded_tower()) return nullptr;
+  return wrap(load_embedded_tower(), "the embedded vision tower", text_n_embd, tok, cache_bytes, n_threads);
 }
 
 void image_prompt(server::Job& job, const text::Tokenizer& tok, vision::EmbeddingCache& vision,

@@ -35,6 +35,17 @@ std::shared_ptr<vision::EmbeddingCache> open_vision(const std::string& path, int
                                                     const text::Tokenizer* tok, size_t cache_bytes,
                                                     int n_threads);
 
+// The tower a chat command uses: --mmproj FILE when given; else, for the embedded model, the
+// tower embedded beside it (unless --no-mmproj); else none (null).
+struct VisionChoice {
+  std::string mmproj;  // --mmproj
+  bool none = false;   // --no-mmproj
+  bool embedded_model = false;
+};
+std::shared_ptr<vision::EmbeddingCache> choose_vision(const VisionChoice& c, int64_t text_n_embd,
+                                                      const text::Tokenizer* tok, size_t cache_bytes,
+                                                      int n_threads);
+
 // A raw completion prompt with pictures (k3 run --image): each "<__media__>" in the text (the
 // marker llama.cpp's mtmd tools use) becomes the next image, laid out as chat/image_tokens.h
 // says; with no marker in the text the images come first. Sets job.prompt and job.images.
