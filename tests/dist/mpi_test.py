@@ -5,6 +5,7 @@ run of the same command as the reference:
   * logits: `k3 eval-logits` on every golden model (batch mode) and on two of them in step and
     chunk:7 modes, and on a synth MoE model whose 10 experts don't divide by 3: the file that
     -np 2 and -np 3 write must equal -np 1's byte for byte;
+  * images: a multimodal `k3 eval-logits` (k3-tiny + the vt-a tower) at -np 2 equals -np 1;
   * tokens: `k3 run` (greedy and sampled with a seed) prints the same text at -np 1, 2, 3;
   * traffic: --dist-stats reports rank 0's exchanges, and they match `k3 plan`'s count per
     decode token exactly, its bytes within 3 %;
@@ -156,6 +157,18 @@ def main():
         for mode in ("batch", "step", "chunk:7"):
             err = logits_identical(tmp, synth, toks, mode)
             check(f"logits np 1 = 2 = 3, synth 10 experts, {mode}", not err, err)
+
+        # A multimodal prompt: rank 0 sends the image rows with the batch (the other ranks run
+        # no tower), and every rank's logits are one process's.
+        vision = os.path.join(ROOT, "tests", "data", "vision")
+        itoks = os.path.join(tmp, "image.tokens")
+        with open(itoks, "w") as f:
+            f.write("1,3858,<image>,3860,5,6,7")
+        for mode in ("batch", "step"):
+            err = logits_identical(tmp, os.path.join(ROOT, "models", "k3-tiny", "k3-tiny-Q8_0.gguf"), itoks, mode,
+                                   ranks=(2,), extra=("--mmproj", os.path.join(vision, "mmproj-vt-a.gguf"),
+                                                      "--image", os.path.join(vision, "big300x200.png")))
+            check(f"logits np 1 = 2 with an image, k3-tiny + vt-a, {mode}", not err, err)
 
         # k3 run: the same text from one process and from 2 and 3 ranks.
         for flags in (["--temp", "0"], ["--seed", "7"]):
