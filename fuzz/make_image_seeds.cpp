@@ -7,6 +7,7 @@
 #include <string>
 
 #include "../tests/image/encoders.h"
+#include "image/data_url.h"
 
 using namespace imgtest;
 
@@ -22,20 +23,6 @@ void put(const std::string& name, const Bytes& b) {
     std::exit(1);
   }
   std::printf("%6zu %s\n", b.size(), name.c_str());
-}
-
-std::string base64(const Bytes& b) {
-  static const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  for (size_t i = 0; i < b.size(); i += 3) {
-    const uint32_t v = uint32_t{b[i]} << 16 | (i + 1 < b.size() ? uint32_t{b[i + 1]} << 8 : 0) |
-                       (i + 2 < b.size() ? b[i + 2] : 0);
-    out += a[v >> 18 & 63];
-    out += a[v >> 12 & 63];
-    out += i + 1 < b.size() ? a[v >> 6 & 63] : '=';
-    out += i + 2 < b.size() ? a[v & 63] : '=';
-  }
-  return out;
 }
 
 Bytes text(const std::string& s) { return Bytes(s.begin(), s.end()); }
@@ -170,9 +157,9 @@ void gifs() {
 
 void urls() {
   const Bytes png = encode_png({.width = 4, .height = 2}, noise(4, 2, 3, 12));
-  put("ok-4x2-png.url", text("data:image/png;base64," + base64(png)));
+  put("ok-4x2-png.url", text("data:image/png;base64," + k3::image::encode_base64(png)));
   const Bytes jpeg = encode_jpeg({.width = 8, .height = 8, .quality = 80}, gradient(8, 8, 3));
-  put("ok-8x8-jpeg-labelled-png.url", text("data:image/png;base64," + base64(jpeg)));
+  put("ok-8x8-jpeg-labelled-png.url", text("data:image/png;base64," + k3::image::encode_base64(jpeg)));
   put("bad-http.url", text("https://example.com/cat.png"));
   put("bad-base64.url", text("data:image/png;base64,iVBORw0KGgo*AAAA"));
 }

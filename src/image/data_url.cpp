@@ -142,4 +142,19 @@ DataUrl parse_data_url(std::string_view url, size_t max_bytes) {
   return result;
 }
 
+std::string encode_base64(std::span<const uint8_t> b) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((b.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < b.size(); i += 3) {
+    const uint32_t v = uint32_t{b[i]} << 16 | (i + 1 < b.size() ? uint32_t{b[i + 1]} << 8 : 0) |
+                       (i + 2 < b.size() ? b[i + 2] : 0);
+    out += kAlphabet[v >> 18 & 63];
+    out += kAlphabet[v >> 12 & 63];
+    out += i + 1 < b.size() ? kAlphabet[v >> 6 & 63] : '=';
+    out += i + 2 < b.size() ? kAlphabet[v & 63] : '=';
+  }
+  return out;
+}
+
 }  // namespace k3::image

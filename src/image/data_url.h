@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,10 @@ struct DataUrl {
 };
 
 DataUrl parse_data_url(std::string_view url, size_t max_bytes);
+
+// Standard base64 with `=` padding (RFC 4648): what a client puts in a data URL (the tests and
+// the fuzz seeds build their URLs with it).
+std::string encode_base64(std::span<const uint8_t> bytes);
 
 // Strict base64 as above; `what` leads the error messages ("image: data URL payload").
 std::vector<uint8_t> decode_base64(std::string_view text, size_t max_bytes, std::string_view what);

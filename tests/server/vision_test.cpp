@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "image/data_url.h"
 #include "server/server_test_util.h"
 #include "vision/embedding_cache.h"
 #include "vision/tower.h"
@@ -22,29 +23,11 @@ std::shared_ptr<model::Model> tiny() {
   return m;
 }
 
-std::string base64(const std::string& bytes) {
-  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    const uint32_t v =
-        uint32_t(uint8_t(bytes[i])) << 16 | uint32_t(uint8_t(bytes[i + 1])) << 8 | uint8_t(bytes[i + 2]);
-    for (int s = 18; s >= 0; s -= 6) out += k[(v >> s) & 63];
-  }
-  if (i < bytes.size()) {
-    const uint32_t v =
-        uint32_t(uint8_t(bytes[i])) << 16 | (i + 1 < bytes.size() ? uint32_t(uint8_t(bytes[i + 1])) << 8 : 0);
-    out += k[(v >> 18) & 63];
-    out += k[(v >> 12) & 63];
-    out += i + 1 < bytes.size() ? k[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
-
 std::string data_url(const std::string& png) {
   std::ifstream f(kVision + png, std::ios::binary);
-  return "data:image/png;base64," + base64(std::string(std::istreambuf_iterator<char>(f), {}));
+  const std::string b(std::istreambuf_iterator<char>(f), {});
+  return "data:image/png;base64," +
+         image::encode_base64({reinterpret_cast<const uint8_t*>(b.data()), b.size()});
 }
 
 Json image_chat(const std::string& url, const std::string& question = "What colour is the circle?") {
@@ -138,7 +121,10 @@ TEST(ServerVision, BadImagesAre400sNamingThePart) {
   VisionServer v;
   expect_400(v, image_chat("https://example.com/cat.png"), "only data: URLs are accepted");
   expect_400(v, image_chat("data:image/png;base64,@@@@"), "messages[0].content[0]");
-  expect_400(v, image_chat("data:image/png;base64," + base64("not an image at all")), "image:");
+  expect_400(v,
+             image_chat("data:image/png;base64," +
+                        image::encode_base64({reinterpret_cast<const uint8_t*>("not an image at all"), 19})),
+             "image:");
   const std::string png = data_url("sq56.png");
   expect_400(v, image_chat(png.substr(0, png.size() / 2) + "===="), "messages[0].content[0]");
   Json many = image_chat(png);
