@@ -44,6 +44,8 @@ namespace {
 // times its size; once both are freed the server hands the memory back (core/release_memory.h),
 // so that a few such requests on different threads do not leave their sum resident.
 constexpr size_t kTrimAfterBody = 256u << 10;
+// What of each request body is not counted against ServerOptions::max_bodies_held.
+constexpr size_t kBodyFree = 1u << 20;
 
 const char* kJson = "application/json; charset=utf-8";
 
@@ -196,6 +198,34 @@ class HttpServer final : public httplib::Server {
   }
 };
 
+// A request body's share of ServerOptions::max_bodies_held: its bytes past the first
+// kBodyFree (a small request is never refused because of large ones), taken before they are
+// read and given back when the handler is done with the body.
+class BodyHold {
+ public:
+  BodyHold(std::atomic<size_t>& total, size_t max) : total_(total), max_(max) {}
+  ~BodyHold() { total_.fetch_sub(n_); }
+  BodyHold(const BodyHold&) = delete;
+  BodyHold& operator=(const BodyHold&) = delete;
+  // Makes the hold cover a body of `bytes`; false, taking nothing more, past the limit.
+  bool cover(size_t bytes) {
+    const size_t want = bytes > kBodyFree ? bytes - kBodyFree : 0;
+    if (want <= n_) return true;
+    const size_t more = want - n_;
+    if (total_.fetch_add(more) + more > max_) {
+      total_.fetch_sub(more);
+      return false;
+    }
+    n_ = want;
+    return true;
+  }
+
+ private:
+  std::atomic<size_t>& total_;
+  const size_t max_;
+  size_t n_ = 0;
+};
+
 // The state of one SSE response, shared between the content provider calls.
 struct Stream {
   std::shared_ptr<Job> job;
@@ -220,6 +250,7 @@ struct Server::Impl {
   std::atomic<bool> failed{false};
   std::string failed_why;  // set once, before `failed`
   std::once_flag http_stopped;
+  std::atomic<size_t> bodies_held{0};  // what BodyHolds hold: body bytes past each first MiB
   OriginPolicy origins;
   std::unique_ptr<chat::GrammarLedger> grammars;
   int64_t started = 0;
@@ -238,6 +269,10 @@ struct Server::Impl {
   static auto guarded(Fn fn);
   template <class Fn>
   httplib::Server::HandlerWithContentReader with_body(Fn fn);
+  size_t bodies_held_max() const {
+    return opts.max_bodies_held ? opts.max_bodies_held
+                                : std::max<size_t>(size_t{256} << 20, 4 * opts.max_body);
+  }
   RequestLimits request_limits() const;
   text::Json image_limits_json() const;
   void run_job(BuiltRequest b, bool chat, const httplib::Request& req, httplib::Response& res);
@@ -624,40 +659,60 @@ auto Server::Impl::guarded(Fn fn) {
 // against Content-Length). fn gets the parsed body.
 template <class Fn>
 httplib::Server::HandlerWithContentReader Server::Impl::with_body(Fn fn) {
-  auto inner = guarded(
-      [this, fn](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-        // Declared first, so it runs after the body and its parse are freed (release_freed_memory).
-        struct Trim {
-          size_t bytes = 0;
-          ~Trim() {
-            if (bytes >= kTrimAfterBody) release_freed_memory();
-          }
-        } trim;
-        std::string body;
-        bool over = false;
-        const bool ok = reader([&](const char* data, size_t n) {
-          if (n > opts.max_body - body.size()) {
-            over = true;
-            return false;
-          }
-          body.append(data, n);
-          return true;
-        });
-        if (over || !ok) res.set_header("Connection", "close");  // the rest of the body is unread
-        // The library's own payload limit ends the read too (it sets 413): the same limit.
-        if (!ok && res.status == 413) over = true;
-        if (over)
-          throw ApiError(
-              413, "invalid_request_error",
-              fmt::format("the request body (after any Content-Encoding) is larger than the server's limit "
-                          "of {} bytes (--max-body)",
-                          opts.max_body));
-        if (!ok && t_conn && t_conn->timed_out())
-          throw ApiError(408, "timeout_error", late_request_message(http.limits));
-        if (!ok) throw ApiError(400, "invalid_request_error", "the request body could not be read");
-        trim.bytes = body.size();
-        fn(req, res, parse_body(body));
-      });
+  auto inner = guarded([this, fn](const httplib::Request& req, httplib::Response& res,
+                                  const httplib::ContentReader& reader) {
+    // Declared first, so it runs after the body and its parse are freed (release_freed_memory).
+    struct Trim {
+      size_t bytes = 0;
+      ~Trim() {
+        if (bytes >= kTrimAfterBody) release_freed_memory();
+      }
+    } trim;
+    BodyHold held(bodies_held, bodies_held_max());  // released after the body and its parse
+    std::string body;
+    // A declared length is held (and its memory reserved) before any of it is read: a body
+    // is admitted whole or refused at once, not half-read. One over --max-body is left to the
+    // read, which answers 413.
+    const size_t length = req.get_header_value_u64("Content-Length");
+    const size_t declared = length <= opts.max_body ? length : 0;
+    bool over = false, busy = !held.cover(declared);
+    if (!busy) body.reserve(declared);
+    const bool ok = !busy && reader([&](const char* data, size_t n) {
+      if (n > opts.max_body - body.size()) {
+        over = true;
+        return false;
+      }
+      if (!held.cover(body.size() + n)) {
+        busy = true;
+        return false;
+      }
+      body.append(data, n);
+      return true;
+    });
+    // A body refused half-read is given back to the system too; the rest of it is unread.
+    trim.bytes = body.size();
+    if (!ok) res.set_header("Connection", "close");
+    if (busy) {
+      res.set_header("Retry-After", "1");
+      throw ApiError(503, "unavailable_error",
+                     fmt::format("the server holds {} MiB of large request bodies, its limit: retry later",
+                                 bodies_held_max() >> 20));
+    }
+    // The library's own payload limit ends the read too (it sets 413): the same limit.
+    if (!ok && res.status == 413) over = true;
+    if (over)
+      throw ApiError(
+          413, "invalid_request_error",
+          fmt::format("the request body (after any Content-Encoding) is larger than the server's limit "
+                      "of {} bytes (--max-body)",
+                      opts.max_body));
+    if (!ok && t_conn && t_conn->timed_out())
+      throw ApiError(408, "timeout_error", late_request_message(http.limits));
+    if (!ok) throw ApiError(400, "invalid_request_error", "the request body could not be read");
+    const Json parsed = parse_body(body);
+    std::string().swap(body);  // the parse holds what the handler reads; the text can go
+    fn(req, res, parsed);
+  });
   return httplib::Server::HandlerWithContentReader(inner);
 }
 

@@ -39,6 +39,12 @@ struct ServerOptions {
   double timeout_s = 600;      // per request, queueing included
   double drain_s = 30;         // shutdown(): how long running requests may finish
   size_t max_body = 8u << 20;  // request body bytes, however framed or encoded
+  // Request body bytes past the first MiB of each that all requests together may hold (from
+  // before the body is read until its handler is done); past it a body gets a 503 (Retry-After).
+  // 0: max(256 MiB, 4 x max_body). A slow client keeps its body in memory for as long as the
+  // request deadline lets it (minutes for a large one), so without this the bound was the
+  // worker threads (up to 4 x http_threads) times max_body.
+  size_t max_bodies_held = 0;
   // HTTP limits (docs/serve.md, "HTTP limits"; the per-line ones are compile-time in the
   // library, see CMakeLists.txt). A request's line, headers and body must arrive within
   // request_timeout_s of its first byte, plus 1 s per body_min_rate bytes, else 408 and the

@@ -337,6 +337,52 @@ TEST(HttpHostile, SlowBodyIsCutAtTheDeadline) {
   EXPECT_EQ(ok.rfind("HTTP/1.1 200", 0), 0u) << ok.substr(0, 300);
 }
 
+// Large bodies held at once are bounded (ServerOptions::max_bodies_held): clients that stall
+// in the middle of large uploads held max_body each, for as long as the request deadline let
+// them (24 stalled 30 MiB uploads to a --mmproj server took 720 MiB). A declared body past the
+// budget is a 503 before any of it is read, a chunked one once it grows past it; the first MiB
+// of every body is free, so small requests still pass; the budget comes back when a holder ends.
+TEST(HttpHostile, LargeBodiesHeldTogetherAreBounded) {
+  ServerOptions o = default_options();
+  o.max_body = 8u << 20;
+  o.max_bodies_held = 4u << 20;
+  TestServer s(o);
+  const std::string head =
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Connection: close\r\n";
+  const auto request = [&](size_t padding) {
+    const std::string body =
+        R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":1})" + std::string(padding, ' ');
+    return head + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
+  // 5 MiB declared, 2 MiB sent, then nothing: it holds the whole budget (5 MiB less the free MiB).
+  const int stalled = connect_to(s.port());
+  ASSERT_GE(stalled, 0);
+  ASSERT_TRUE(send_all(stalled, head + "Content-Length: " + std::to_string(5u << 20) + "\r\n\r\n" +
+                                    std::string(2u << 20, ' ')));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::string r = raw_http(s.port(), request(3u << 20));
+  EXPECT_EQ(r.rfind("HTTP/1.1 503", 0), 0u) << r.substr(0, 300);
+  EXPECT_NE(r.find("Retry-After: 1"), std::string::npos) << r.substr(0, 300);
+  EXPECT_NE(r.find("Connection: close"), std::string::npos) << r.substr(0, 300);
+  std::string chunked = head + "Transfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 40; ++i) chunked += "10000\r\n" + std::string(65536, ' ') + "\r\n";  // 2.5 MiB
+  chunked += "0\r\n\r\n";
+  r = raw_http(s.port(), chunked);
+  EXPECT_EQ(r.rfind("HTTP/1.1 503", 0), 0u) << r.substr(0, 300);
+  r = raw_http(s.port(), request(512u << 10));
+  EXPECT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << "a small body is not refused: " << r.substr(0, 300);
+  ::close(stalled);
+  // The stalled upload's handler ends (the read fails) and gives its share back.
+  r.clear();
+  for (int i = 0; i < 40 && r.rfind("HTTP/1.1 200", 0) != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    r = raw_http(s.port(), request(3u << 20));
+  }
+  EXPECT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << r.substr(0, 300);
+  expect_health(s);
+}
+
 // (15) Requests pipelined behind the first were dropped: cpp-httplib 0.11 read ahead into a
 // buffer that lived for one request. All three are answered, in order, bodies included.
 TEST(HttpHostile, PipelinedRequestsAreAllAnswered) {
