@@ -22,3 +22,21 @@ k3_serve_start() {
   cat "$log" >&2
   exit 1
 }
+
+# k3_vision_tower: sets `mmproj` to the vision tower the vision suites run with, and
+# `vision_trained` to 1 when it is a trained one (its answers are then checked): K3_MMPROJ (with
+# K3_VISION_TRAINED) when set, else k3-tiny's trained tower when it is in the tree, else the
+# synthetic tests/data/vision/mmproj-vt-a.gguf (it projects into k3-tiny's width; its answers
+# mean nothing, so only the plumbing is checked).
+k3_vision_tower() {
+  local root
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+  local trained="$root/models/k3-tiny/mmproj-k3-tiny-F16.gguf"
+  if [ -n "${K3_MMPROJ:-}" ]; then
+    mmproj="$K3_MMPROJ"; vision_trained="${K3_VISION_TRAINED:-0}"
+  elif [ -f "$trained" ]; then
+    mmproj="$trained"; vision_trained=1
+  else
+    mmproj="$root/tests/data/vision/mmproj-vt-a.gguf"; vision_trained=0
+  fi
+}

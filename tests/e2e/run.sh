@@ -6,7 +6,9 @@
 # validated by ajv, and the client's structured outputs on the trained model; then the
 # hostile-client suite (hostile.test.mjs) against a keyed server; then hostile grammars and
 # schemas (hostile_grammar.test.mjs) and the victim-latency test (grammar_victim.test.mjs)
-# on the embedded model. The trained model's tests run again with every layer on the GPU.
+# on the embedded model. The trained model's tests run again with every layer on the GPU. Then
+# images: the openai client with data URLs (vision_openai.test.mjs) and hostile images
+# (hostile_images.test.mjs) on the embedded model with a vision tower.
 # Installs the `openai`, `ajv` and `ajv-formats` npm packages into tests/e2e/node_modules on first use (needs the npm
 # registry once; package-lock.json pins the version). Exits with the tests' status.
 set -euo pipefail
@@ -98,6 +100,28 @@ K3_BASE_URL="http://127.0.0.1:$port/v1" node --test --test-concurrency=1 "$here/
   || { echo "run.sh: trained-model tests with -ngl all failed; server log:" >&2; cat "$tmp/serve7.log" >&2; exit 1; }
 kill -TERM "$pid"; rc=0; wait "$pid" || rc=$?; pid=""
 [ "$rc" -eq 0 ] || { echo "run.sh: k3 serve -ngl all exited $rc after SIGTERM" >&2; exit 1; }
+
+# Images (docs/serve.md, "Images"): the embedded k3-tiny with a vision tower (k3_vision_tower in
+# scripts/lib/serve.sh: the synthetic vt-a, or k3-tiny's trained tower when the tree has it).
+# First the openai client sending data URLs; then hostile images against a keyed server with 2
+# slots and the body limit a tower brings (32 MiB). RSS cap 768 MiB: the server idles at ~35 MiB,
+# holds at most 256 MiB of large request bodies at once (ServerOptions::max_bodies_held) and
+# decodes at most 2 images at a time, the largest here 147 MB of pixels (7000 x 7000); the
+# suite peaks at ~300 MiB, and 16 stalled 30 MiB uploads alone took 480 MiB before the bodies
+# were bounded.
+k3_vision_tower
+MODEL=embedded start_server "$tmp/serve8.log" --mmproj "$mmproj"
+K3_BASE_URL="http://127.0.0.1:$port/v1" K3_VISION_TRAINED="$vision_trained" \
+  node --test --test-concurrency=1 "$here/vision_openai.test.mjs" \
+  || { echo "run.sh: vision tests failed; server log:" >&2; tail -50 "$tmp/serve8.log" >&2; exit 1; }
+kill -TERM "$pid"; rc=0; wait "$pid" || rc=$?; pid=""
+[ "$rc" -eq 0 ] || { echo "run.sh: k3 serve (vision) exited $rc after SIGTERM" >&2; exit 1; }
+MODEL=embedded start_server "$tmp/serve9.log" --mmproj "$mmproj" --api-key images-key --parallel 2
+K3_BASE_URL="http://127.0.0.1:$port/v1" K3_SERVER_PID="$pid" K3_API_KEY=images-key K3_RSS_LIMIT_MIB=768 \
+  node --test --test-concurrency=1 "$here/hostile_images.test.mjs" \
+  || { echo "run.sh: hostile image tests failed; server log:" >&2; tail -50 "$tmp/serve9.log" >&2; exit 1; }
+kill -TERM "$pid"; rc=0; wait "$pid" || rc=$?; pid=""
+[ "$rc" -eq 0 ] || { echo "run.sh: k3 serve (hostile images) exited $rc after SIGTERM" >&2; exit 1; }
 
 # Hostile grammars and schemas (docs/grammar.md, "Limits"). They need real sampling (a scripted answer never
 # reaches the matcher), so the embedded k3-tiny, started as the security review ran it:
