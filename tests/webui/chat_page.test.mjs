@@ -2,17 +2,25 @@
 // answers, taken in turn: 0 reasoning + markdown, 1 a long answer, 2 a tool call, 3 an XSS
 // payload, 4 elements named like the page's controls, 5 and 6 short answers, 7 media from
 // another host, 8 a long answer). The tests run in order and share one page, as a user would.
+// The images tests at the end use a second server, K3_VISION_BASE: the embedded k3-tiny with a
+// vision tower (the same key); with K3_VISION_TRAINED=1 its tower is trained and the answer
+// about a red circle must say red, else only the plumbing is checked.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
+import { circlePng, dataUrl, fixture, noisePng } from '../e2e/images.mjs';
 
 const base = process.env.K3_BASE;
 const key = process.env.K3_KEY;
 const shots = process.env.K3_SCREENSHOTS || '';
 const answerCount = Number(process.env.K3_ANSWERS);
-assert.ok(base && key && answerCount > 0, 'K3_BASE, K3_KEY and K3_ANSWERS must be set (run.sh sets them)');
+const visionBase = process.env.K3_VISION_BASE;
+const visionTrained = process.env.K3_VISION_TRAINED === '1';
+assert.ok(base && key && answerCount > 0 && visionBase,
+  'K3_BASE, K3_KEY, K3_ANSWERS and K3_VISION_BASE must be set (run.sh sets them)');
 
 let browser;
 let page;
@@ -42,10 +50,10 @@ async function nextAnswerIs(index) {
   }
 }
 
-async function screenshot(name) {
+async function screenshot(name, p = page) {
   if (!shots) return;
   fs.mkdirSync(shots, { recursive: true });
-  await page.screenshot({ path: path.join(shots, name) });
+  await p.screenshot({ path: path.join(shots, name) });
 }
 
 const lastAssistant = () => page.locator('.msg.assistant').last();
@@ -340,6 +348,178 @@ test('a reload in the middle of an answer keeps every chunk that had arrived', a
   assert.equal(answer.failed, undefined, 'a reload is not a failure');
   assert.equal(await lastAssistant().locator('.note').textContent(), 'interrupted');
   assert.equal((await lastAssistantText()).trim(), answer.content.trim(), 'the page shows what was kept');
+});
+
+// ---- images ----
+
+// Hands the page a file as the browser would on a drop or a paste: an event built in the page
+// around a DataTransfer holding it, dispatched at `selector`. Resolves to whether the page took
+// the event from the browser (preventDefault).
+function dispatchFile(p, kind, selector, bytes, name, type) {
+  return p.evaluate(({ kind, selector, b64, name, type }) => {
+    const data = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const dt = new DataTransfer();
+    dt.items.add(new File([data], name, { type }));
+    const target = document.querySelector(selector);
+    if (kind === 'paste') return !target.dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }));
+    target.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    return !target.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, { kind, selector, b64: Buffer.from(bytes).toString('base64'), name, type });
+}
+
+const red = circlePng(96);
+const blue = circlePng(96, [30, 40, 220]);
+const noise = noisePng(64, 48, 5);
+
+test('a server without a vision tower offers no images, and says so on a drop or a paste', async () => {
+  assert.equal(await page.isHidden('#attach'), true, 'no Image button');
+  const before = requests.length;
+  for (const kind of ['drop', 'paste']) {
+    await page.evaluate(() => { document.getElementById('error').hidden = true; });
+    const taken = await dispatchFile(page, kind, kind === 'drop' ? '#composer' : '#input', red, 'circle.png', 'image/png');
+    assert.equal(taken, true, `the ${kind} is taken from the browser`);
+    await page.waitForSelector('#error:not([hidden])');
+    assert.match(await page.textContent('#error'), /no vision tower/);
+    assert.equal(await page.isHidden('#attachments'), true);
+  }
+  assert.equal(requests.length, before, 'nothing was sent');
+});
+
+let vpage;
+const vrequests = [];  // bodies of the vision page's chat requests
+const vLastAssistant = () => vpage.locator('.msg.assistant').last();
+const vWaitIdle = () => vpage.waitForSelector('#send:not([hidden])', { timeout: 30000 });
+const partsOf = (message) => (Array.isArray(message.content) ? message.content : []);
+const imageUrls = (body) => body.messages.flatMap((m) => partsOf(m).filter((p) => p.type === 'image_url').map((p) => p.image_url.url));
+
+async function vSend(text) {
+  await vpage.fill('#input', text);
+  await vpage.press('#input', 'Enter');
+  await vWaitIdle();
+}
+
+test('with a vision tower, the Image button attaches a picture, and the request carries it as a data URL', async () => {
+  const context = await browser.newContext({ viewport: { width: 1100, height: 720 } });
+  await context.addInitScript(({ k, trained }) => {
+    localStorage.setItem('k3chat.apiKey', JSON.stringify(k));
+    localStorage.setItem('k3chat.settings', JSON.stringify({ temperature: 0, max_tokens: trained ? 256 : 8 }));
+  }, { k: key, trained: visionTrained });
+  vpage = await context.newPage();
+  vpage.on('pageerror', (e) => pageErrors.push(`vision page: ${e}`));
+  vpage.on('request', (r) => { if (r.url().endsWith('/v1/chat/completions')) vrequests.push(JSON.parse(r.postData())); });
+  await vpage.goto(`${visionBase}/`);
+  await vpage.waitForSelector('#attach:not([hidden])');
+  assert.equal(await vpage.textContent('#prop-model'), 'k3-tiny');
+
+  await vpage.setInputFiles('#attach-input', [{ name: 'circle.png', mimeType: 'image/png', buffer: red },
+    { name: 'blue.png', mimeType: 'image/png', buffer: blue }]);
+  await vpage.waitForFunction(() => document.querySelectorAll('#attachments .attachment img.thumb').length === 2);
+  assert.match(await vpage.getAttribute('#attachments img.thumb', 'src'), /^data:image\/jpeg;base64,/);
+  await vpage.click('#attachments .attachment:nth-child(2) .attachment-remove');
+  assert.equal(await vpage.locator('#attachments .attachment').count(), 1, 'a removed attachment is gone');
+  assert.equal(await vpage.getAttribute('#attachments img.thumb', 'alt'), 'circle.png');
+  await screenshot('webui-image-attached.png', vpage);
+
+  const question = 'What colour is the circle?';
+  await vSend(question);
+  const sent = vrequests.at(-1);
+  assert.deepEqual(sent.messages.at(-1).content, [{ type: 'image_url', image_url: { url: dataUrl(red) } }, { type: 'text', text: question }]);
+  assert.equal(await vpage.isHidden('#attachments'), true, 'the attachments went with the message');
+  assert.equal(await vpage.locator('.msg.user .images img.thumb').count(), 1);
+  assert.equal(await vLastAssistant().locator('.note.failed').count(), 0, 'the answer came');
+  const answer = await vLastAssistant().textContent();
+  if (visionTrained) assert.match(answer, /\bred\b/i, `the trained tower sees red: ${answer}`);
+  // The server saw the picture: the same request takes more prompt positions than its text alone.
+  const usage = async (messages) => {
+    const r = await fetch(`${visionBase}/v1/chat/completions`, {
+      method: 'POST', headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ messages, max_tokens: 1 }),
+    });
+    assert.equal(r.status, 200);
+    return (await r.json()).usage.prompt_tokens;
+  };
+  const seen = await usage(sent.messages);
+  const textOnly = await usage([{ role: 'user', content: question }]);
+  assert.ok(seen > textOnly + 2, `the image took prompt positions (${seen} vs ${textOnly})`);
+  await screenshot('webui-image-sent.png', vpage);
+});
+
+test('a pasted and a dropped image are attached too, and every picture is sent each turn', async () => {
+  assert.equal(await dispatchFile(vpage, 'paste', '#input', blue, 'blue.png', 'image/png'), true);
+  await vpage.waitForFunction(() => document.querySelectorAll('#attachments .attachment').length === 1);
+  assert.equal(await dispatchFile(vpage, 'drop', '#composer', noise, 'noise.png', ''), true);
+  await vpage.waitForFunction(() => document.querySelectorAll('#attachments .attachment').length === 2);
+  await vSend('And these two?');
+  const sent = vrequests.at(-1);
+  assert.deepEqual(imageUrls(sent), [dataUrl(red), dataUrl(blue), dataUrl(noise)], 'the history\'s picture and the new ones');
+  assert.deepEqual(partsOf(sent.messages.at(-1)).map((p) => p.type), ['image_url', 'image_url', 'text']);
+  assert.deepEqual(await vpage.locator('.msg.user').evaluateAll((ms) => ms.map((m) => m.querySelectorAll('img.thumb').length)), [1, 2]);
+});
+
+test('after a reload the thumbnails are there and the pictures are sent again', async () => {
+  await vpage.reload();
+  await vpage.waitForSelector('#attach:not([hidden])');
+  assert.equal(await vpage.locator('.msg.user .images img.thumb').count(), 3);
+  const stored = await vpage.evaluate(() => localStorage.getItem('k3chat.conversations'));
+  assert.ok(stored.length < 64 * 1024, `localStorage keeps thumbnails, not the pictures (${stored.length} chars)`);
+  const images = JSON.parse(stored)[0].messages.flatMap((m) => m.images ?? []);
+  assert.deepEqual(images.map((i) => i.name), ['circle.png', 'blue.png', 'noise.png']);
+  assert.ok(images.every((i) => i.id && i.thumb.startsWith('data:image/jpeg;base64,') && i.url === undefined));
+  await vSend('One more question.');
+  assert.deepEqual(imageUrls(vrequests.at(-1)), [dataUrl(red), dataUrl(blue), dataUrl(noise)], 'resent from IndexedDB');
+  assert.equal(await vLastAssistant().locator('.note.failed').count(), 0);
+});
+
+test('the page refuses what the server would: too large, not an image, past the image limit', async () => {
+  await vpage.click('#new-chat');
+  const before = vrequests.length;
+  // From a file, which the browser reads itself: a 21 MiB buffer would cross the protocol as base64.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'k3-webui-'));
+  const big = path.join(dir, 'huge.png');
+  fs.writeFileSync(big, red);
+  fs.truncateSync(big, 21 << 20);
+  await vpage.setInputFiles('#attach-input', big);
+  fs.rmSync(dir, { recursive: true });
+  await vpage.waitForFunction(() => /huge\.png: 21 MiB, over this server's 20 MiB per image/.test(document.getElementById('error').textContent));
+  await vpage.setInputFiles('#attach-input', { name: 'notes.png', mimeType: 'image/png', buffer: Buffer.from('just text') });
+  await vpage.waitForFunction(() => /notes\.png: not a PNG, JPEG, WebP or GIF image/.test(document.getElementById('error').textContent));
+  assert.equal(await vpage.locator('#attachments .attachment').count(), 0);
+  const many = Array.from({ length: 17 }, (_, i) => ({ name: `n${i}.png`, mimeType: 'image/png', buffer: noisePng(8, 8, 50 + i) }));
+  await vpage.setInputFiles('#attach-input', many);
+  await vpage.waitForFunction(() => /n16\.png: a request carries at most 16 images/.test(document.getElementById('error').textContent));
+  assert.equal(await vpage.locator('#attachments .attachment').count(), 16);
+  while (await vpage.locator('#attachments .attachment').count()) await vpage.click('#attachments .attachment-remove');
+  assert.equal(vrequests.length, before, 'nothing was sent');
+});
+
+test('an image the server refuses is shown in the conversation and not sent again', async () => {
+  // 130 progressive scans: a browser shows it, k3 serve refuses it (more than 100 scans).
+  const scans = fixture('bad-jpeg-130-scans.jpg');
+  await vpage.setInputFiles('#attach-input', { name: 'scans.jpg', mimeType: 'image/jpeg', buffer: scans });
+  await vpage.waitForSelector('#attachments .attachment');
+  await vSend('Look at this');
+  const note = vLastAssistant().locator('.note.failed');
+  assert.match(await note.textContent(), /^refused: messages\[0\]\.content\[0\]: image: JPEG has more than 100 scans.*not sent again/);
+  await vSend('Are you there?');
+  assert.deepEqual(vrequests.at(-1).messages.map((m) => m.content), ['Are you there?'], 'the refused turn is left out');
+  assert.equal(await vLastAssistant().locator('.note.failed').count(), 0);
+});
+
+test('deleting a conversation deletes its pictures from the browser', async () => {
+  const count = () => vpage.evaluate(() => new Promise((resolve, reject) => {
+    const open = indexedDB.open('k3chat');
+    open.onerror = () => reject(open.error);
+    open.onsuccess = () => {
+      const req = open.result.transaction('images').objectStore('images').count();
+      req.onsuccess = () => { resolve(req.result); open.result.close(); };
+    };
+  }));
+  assert.equal(await count(), 4, 'three pictures of the first conversation and the refused one');
+  await vpage.click('#conv-list li:nth-child(2) .conv-delete');  // the first conversation (newest first)
+  await vpage.waitForFunction(() => document.querySelectorAll('#conv-list li').length === 1);
+  for (let i = 0; i < 50 && await count() !== 1; ++i) await vpage.waitForTimeout(20);
+  assert.equal(await count(), 1);
+  await vpage.context().close();
 });
 
 test('the page raised no script errors', () => {

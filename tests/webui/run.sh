@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tests/webui/run.sh [K3_BINARY]: the chat page in a real browser. Starts `k3 serve` (scripted
-# output, ephemeral port, an API key) on the golden small model and runs chat_page.test.mjs:
-# Playwright (playwright-core, pinned in package-lock.json) driving Debian's chromium.
+# output, ephemeral port, an API key) on the golden small model, and a second one with a vision
+# tower (the embedded k3-tiny with --mmproj: k3_vision_tower in scripts/lib/serve.sh says which),
+# and runs chat_page.test.mjs: Playwright (playwright-core, pinned in package-lock.json) driving
+# Debian's chromium.
 # K3_SCREENSHOTS=DIR also writes the page's screenshots there (docs/webui-*.png come from it).
 # Installs playwright-core into tests/webui/node_modules on first use. Exits with the tests'
 # status.
@@ -18,7 +20,10 @@ if [ ! -d "$here/node_modules/playwright-core" ]; then
   (cd "$here" && npm ci --no-audit --no-fund --silent)
 fi
 tmp="$(mktemp -d)"
-cleanup() { [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$tmp"; }
+cleanup() {
+  for p in ${pid:-} ${vision_pid:-}; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+  rm -rf "$tmp"
+}
 trap cleanup EXIT
 # The answers, one per request in this order (chat_page.test.mjs sends them in turn; job i
 # gets answer i mod n).
@@ -63,10 +68,17 @@ const scripts = [
 process.stdout.write(JSON.stringify(scripts));
 ' > "$tmp/scripts.json"
 key="webui-test-key"
+k3_vision_tower
+k3_serve_start "$tmp/vision.log" "$k3" --mmproj "$mmproj" -c 4096 -t 1 --api-key "$key"
+vision_pid="$pid"; vision_port="$port"
 k3_serve_start "$tmp/serve.log" "$k3" -m "$root/tests/data/golden/small-q8_0.gguf" -c 4096 -t 1 --api-key "$key" \
   --scripted-output "$tmp/scripts.json"
 answers="$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).length)' "$tmp/scripts.json")"
-K3_BASE="http://127.0.0.1:$port" K3_KEY="$key" K3_ANSWERS="$answers" node --test --test-concurrency=1 "$here/chat_page.test.mjs" \
-  || { echo "webui/run.sh: chat page tests failed; server log:" >&2; cat "$tmp/serve.log" >&2; exit 1; }
-kill -TERM "$pid"; rc=0; wait "$pid" || rc=$?; pid=""
-[ "$rc" -eq 0 ] || { echo "webui/run.sh: k3 serve exited $rc after SIGTERM" >&2; exit 1; }
+K3_BASE="http://127.0.0.1:$port" K3_KEY="$key" K3_ANSWERS="$answers" K3_VISION_BASE="http://127.0.0.1:$vision_port" \
+  K3_VISION_TRAINED="$vision_trained" node --test --test-concurrency=1 "$here/chat_page.test.mjs" \
+  || { echo "webui/run.sh: chat page tests failed; server logs:" >&2; cat "$tmp/serve.log" "$tmp/vision.log" >&2; exit 1; }
+for p in "$pid" "$vision_pid"; do
+  kill -TERM "$p"; rc=0; wait "$p" || rc=$?
+  [ "$rc" -eq 0 ] || { echo "webui/run.sh: k3 serve exited $rc after SIGTERM" >&2; exit 1; }
+done
+pid=""; vision_pid=""
